@@ -1,0 +1,141 @@
+"""Submission validation and agent image building (a plain library; never imports Django).
+
+Public API::
+
+    from builder import build_submission, BuildResult, ValidationError
+    result = build_submission(Path("bot.zip"), backend="docker", work_dir=Path("data/builds"))
+    result.ok, result.agent_ref, result.error, result.log, result.content_hash, result.duration_s
+
+See builder/README.md for the contract.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.extract import extract_cached
+from builder.settings import BuilderSettings
+from builder.zip_validation import ValidatedZip, ValidationError, ZipLimits, validate_zip
+
+__all__ = [
+    "BuildResult",
+    "BuilderSettings",
+    "ValidatedZip",
+    "ValidationError",
+    "ZipLimits",
+    "build_submission",
+    "validate_zip",
+]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Outcome of one build.
+
+    ``agent_ref`` is what a sandbox launches: an image name (docker) or an extracted folder (local).
+    ``error_kind`` is "" on success, else INVALID_SUBMISSION or BUILD_FAILED or BUILD_TIMEOUT (the
+    submission's fault: show ``error`` to its author) or INFRA (ours: retry later).
+    """
+
+    ok: bool
+    agent_ref: str
+    log: str
+    error: str
+    content_hash: str
+    duration_s: float
+    error_kind: str = ""
+    cached: bool = False
+
+
+def build_submission(
+    zip_path: Path,
+    *,
+    tag: str | None = None,
+    backend: str = "docker",
+    work_dir: Path,
+    settings: BuilderSettings | None = None,
+    limits: ZipLimits | None = None,
+) -> BuildResult:
+    """Validate ``zip_path`` and make it runnable by the ``backend`` sandbox ("docker" or "local").
+
+    docker: builds (or reuses) the image; ``tag`` adds a human name to it. local: extracts into
+    ``work_dir/<content_hash>/`` (reused if present). Never raises for a bad submission or a failed build:
+    the problem is in ``BuildResult.error``.
+    """
+    started = time.monotonic()
+
+    def done(**kwargs) -> BuildResult:
+        return BuildResult(duration_s=round(time.monotonic() - started, 3), **kwargs)
+
+    if backend not in ("docker", "local"):
+        raise ValueError(f"unknown build backend {backend!r} (expected 'docker' or 'local')")
+    try:
+        validated = validate_zip(Path(zip_path), limits)
+    except ValidationError as exc:
+        return done(
+            ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INVALID_SUBMISSION"
+        )
+
+    if backend == "local":
+        try:
+            path, reused = extract_cached(validated, Path(work_dir))
+        except ValidationError as exc:
+            return done(
+                ok=False,
+                agent_ref="",
+                log="",
+                error=str(exc),
+                content_hash=validated.content_hash,
+                error_kind="INVALID_SUBMISSION",
+            )
+        except OSError as exc:
+            return done(
+                ok=False,
+                agent_ref="",
+                log="",
+                error=f"extraction failed: {exc}",
+                content_hash=validated.content_hash,
+                error_kind="INFRA",
+            )
+        log = f"{'reused' if reused else 'extracted'} {len(validated.entries)} files into {path}\n"
+        return done(
+            ok=True,
+            agent_ref=str(path),
+            log=log,
+            error="",
+            content_hash=validated.content_hash,
+            cached=reused,
+        )
+
+    from builder.image import ImageBuildError, build_image  # docker SDK only when needed
+
+    try:
+        built = build_image(validated, settings=settings, extra_tag=tag)
+    except ImageBuildError as exc:
+        return done(
+            ok=False,
+            agent_ref="",
+            log=exc.log,
+            error=str(exc),
+            content_hash=validated.content_hash,
+            error_kind=exc.kind,
+        )
+    except ValidationError as exc:
+        return done(
+            ok=False,
+            agent_ref="",
+            log="",
+            error=str(exc),
+            content_hash=validated.content_hash,
+            error_kind="INVALID_SUBMISSION",
+        )
+    return done(
+        ok=True,
+        agent_ref=built.image,
+        log=built.log,
+        error="",
+        content_hash=validated.content_hash,
+        cached=built.cached,
+    )

@@ -1,0 +1,244 @@
+"""Validate a submission zip before anything from it touches the disk.
+
+Every check produces a ``ValidationError`` whose message tells the uploader what to fix. The checks:
+size of the upload, number of entries, total declared and *actual* decompressed bytes (zip bombs),
+absolute paths, ``..``, backslashes and control characters in names, symlinks, device files, encrypted
+entries, unsupported compression, duplicate names, a file that is also used as a folder, and the presence
+of ``player.py`` (or, for Kaggle-style agents, ``main.py``) — at the top level, or inside one single
+top-level folder (then that folder is stripped: ``my_bot/player.py`` becomes ``player.py``).
+``__MACOSX/`` and ``.DS_Store`` entries are ignored.
+
+The result, ``ValidatedZip``, lists the entries to extract with their normalised names and a content hash
+that does not depend on the zip's metadata (timestamps, order, compression, top folder name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+_CHUNK = 1 << 16
+_IGNORED_PREFIXES = ("__MACOSX/",)
+_IGNORED_BASENAMES = {".DS_Store", "Thumbs.db"}
+#: The file the harness imports: ``player.py`` (class Player), else ``main.py`` (Kaggle ``agent``).
+ENTRY_FILES = ("player.py", "main.py")
+
+
+class ValidationError(ValueError):
+    """The upload is not an acceptable submission; ``str(error)`` is meant for the uploader."""
+
+
+@dataclass(frozen=True)
+class ZipLimits:
+    """Caps on what an upload may contain."""
+
+    max_zip_bytes: int = 100 * 1024 * 1024
+    max_entries: int = 2000
+    max_total_bytes: int = 500 * 1024 * 1024  # decompressed, all files together
+    max_file_bytes: int = 300 * 1024 * 1024  # decompressed, one file
+    max_name_length: int = 255
+
+
+@dataclass(frozen=True)
+class ZipEntry:
+    """One regular file to extract: the member name in the zip and its normalised relative path."""
+
+    member: str
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ValidatedZip:
+    """A zip that passed every check."""
+
+    zip_path: Path
+    entries: tuple[ZipEntry, ...]
+    content_hash: str
+    total_bytes: int
+    has_requirements: bool
+    stripped_prefix: str = ""
+    limits: ZipLimits = field(default_factory=ZipLimits)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def _split_name(name: str, limits: ZipLimits) -> list[str]:
+    """Return the path components of a member name, or raise for a dangerous name."""
+    shown = name[:120]
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ValidationError(f"the file name {shown!r} contains control characters")
+    if "\\" in name:
+        raise ValidationError(
+            f"the file name {shown!r} contains a backslash; re-create the zip with a tool that writes "
+            "'/' as the folder separator"
+        )
+    if name.startswith("/") or (len(name) >= 2 and name[1] == ":"):
+        raise ValidationError(f"the file name {shown!r} is an absolute path; only relative paths are allowed")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValidationError(f"the file name {shown!r} contains '..'; files must stay inside the submission")
+    if any(len(p.encode("utf-8", "surrogateescape")) > limits.max_name_length for p in parts):
+        raise ValidationError(f"the file name {shown!r} is too long")
+    return parts
+
+
+def _check_type(info: zipfile.ZipInfo) -> None:
+    """Reject symlinks, devices, FIFOs, sockets and encrypted or oddly compressed entries."""
+    mode = (info.external_attr >> 16) & 0xFFFF
+    if mode:
+        kind = stat.S_IFMT(mode)
+        if stat.S_ISLNK(mode):
+            raise ValidationError(f"{info.filename!r} is a symbolic link; symbolic links are not allowed")
+        if kind and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ValidationError(
+                f"{info.filename!r} is a special file (device, FIFO or socket); "
+                "only regular files are allowed"
+            )
+    if info.flag_bits & 0x1:
+        raise ValidationError(f"{info.filename!r} is encrypted; upload a zip without a password")
+    if info.compress_type not in SUPPORTED_COMPRESSION:
+        raise ValidationError(
+            f"{info.filename!r} uses an unsupported compression method ({info.compress_type}); "
+            "use the standard 'deflate' compression"
+        )
+
+
+def _strip_top_folder(files: dict[str, list[str]], dirs: set[str]) -> str:
+    """Decide where the entry file (player.py, else a Kaggle main.py) is; return the prefix to strip."""
+    if any(entry in files for entry in ENTRY_FILES):
+        return ""
+    tops = {parts[0] for parts in files.values()} | {d.split("/", 1)[0] for d in dirs}
+    if len(tops) == 1:
+        (top,) = tops
+        if any(f"{top}/{entry}" in files for entry in ENTRY_FILES):
+            return top + "/"
+    raise ValidationError(
+        "player.py is missing: the zip must contain player.py at its top level "
+        "(or inside one single top-level folder); a Kaggle-style main.py defining "
+        "agent(observation, configuration) is accepted instead for Connect Four and Tic-tac-toe"
+    )
+
+
+def read_member_capped(zf: zipfile.ZipFile, entry: ZipEntry, budget: int, sink=None) -> int:
+    """Decompress one member, enforcing its declared size and ``budget`` bytes; return the bytes read.
+
+    ``sink(chunk)`` receives the data. The declared size in the zip's directory can lie; the cap is
+    enforced on the bytes actually produced.
+    """
+    produced = 0
+    limit = min(entry.size, budget)
+    try:
+        with zf.open(entry.member) as src:
+            while True:
+                chunk = src.read(_CHUNK)
+                if not chunk:
+                    break
+                produced += len(chunk)
+                if produced > limit:
+                    if produced > entry.size:
+                        raise ValidationError(
+                            f"{entry.member!r} decompresses to more than the size the zip declares; "
+                            "the archive is corrupt or malicious"
+                        )
+                    raise ValidationError(
+                        "the zip decompresses to more than the allowed total; remove large files"
+                    )
+                if sink is not None:
+                    sink(chunk)
+    except zipfile.BadZipFile as exc:
+        raise ValidationError(f"{entry.member!r} is corrupt ({exc}); re-create the zip") from exc
+    except (EOFError, OSError, RuntimeError, NotImplementedError) as exc:
+        # zlib/bz2/lzma errors surface as OSError/EOFError; RuntimeError for undetected passwords.
+        raise ValidationError(f"{entry.member!r} cannot be decompressed ({exc}); re-create the zip") from exc
+    return produced
+
+
+def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZip:
+    """Check ``zip_path`` and return what to extract; raise ``ValidationError`` with a readable message."""
+    limits = limits or ZipLimits()
+    zip_path = Path(zip_path)
+    try:
+        size = zip_path.stat().st_size
+    except OSError as exc:
+        raise ValidationError(f"the upload cannot be read: {exc.strerror}") from exc
+    if size == 0:
+        raise ValidationError("the upload is empty")
+    if size > limits.max_zip_bytes:
+        raise ValidationError(f"the upload is {_mib(size)}; the limit is {_mib(limits.max_zip_bytes)}")
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except zipfile.BadZipFile as exc:
+        raise ValidationError("the upload is not a valid zip archive") from exc
+    except OSError as exc:
+        raise ValidationError(f"the upload cannot be read: {exc}") from exc
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > limits.max_entries:
+            raise ValidationError(
+                f"the zip has {len(infos)} entries; the limit is {limits.max_entries} files and folders"
+            )
+        files: dict[str, list[str]] = {}
+        members: dict[str, zipfile.ZipInfo] = {}
+        dirs: set[str] = set()
+        declared_total = 0
+        for info in infos:
+            name = info.filename
+            if name.startswith(_IGNORED_PREFIXES) or name.rsplit("/", 1)[-1] in _IGNORED_BASENAMES:
+                continue
+            _check_type(info)
+            parts = _split_name(name, limits)
+            if not parts:
+                continue
+            joined = "/".join(parts)
+            mode = (info.external_attr >> 16) & 0xFFFF
+            if info.is_dir() or stat.S_ISDIR(mode):
+                dirs.add(joined)
+                continue
+            if joined in files:
+                raise ValidationError(f"the zip contains {joined!r} twice")
+            if info.file_size > limits.max_file_bytes:
+                raise ValidationError(
+                    f"{joined!r} is {_mib(info.file_size)} uncompressed; the limit per file is "
+                    f"{_mib(limits.max_file_bytes)}"
+                )
+            declared_total += info.file_size
+            if declared_total > limits.max_total_bytes:
+                raise ValidationError(
+                    "the zip would decompress to more than "
+                    f"{_mib(limits.max_total_bytes)}; remove large files"
+                )
+            files[joined] = parts
+            members[joined] = info
+        for parts in files.values():
+            for i in range(1, len(parts)):
+                if "/".join(parts[:i]) in files:
+                    raise ValidationError(f"{'/'.join(parts[:i])!r} is both a file and a folder in the zip")
+        prefix = _strip_top_folder(files, dirs)
+        entries = []
+        for path in sorted(files):
+            info = members[path]
+            entries.append(ZipEntry(member=info.filename, path=path[len(prefix) :], size=info.file_size))
+        # Read everything once, capped, to prove the declared sizes and compute the content hash.
+        digest = hashlib.sha256()
+        budget = limits.max_total_bytes
+        for entry in entries:
+            file_hash = hashlib.sha256()
+            produced = read_member_capped(zf, entry, budget, file_hash.update)
+            budget -= produced
+            digest.update(f"{entry.path}\0{produced}\0{file_hash.hexdigest()}\n".encode())
+        return ValidatedZip(
+            zip_path=zip_path,
+            entries=tuple(entries),
+            content_hash=digest.hexdigest(),
+            total_bytes=limits.max_total_bytes - budget,
+            has_requirements=any(e.path == "requirements.txt" for e in entries),
+            stripped_prefix=prefix,
+            limits=limits,
+        )

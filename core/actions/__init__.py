@@ -1,0 +1,55 @@
+"""The only functions that change state. Each owns its transaction; views, tasks and commands call them.
+
+Tasks are sent by name after commit (``core.queue.enqueue_on_commit``), so a rolled-back change never
+leaves a message behind, and ``core`` imports none of the packages that run the work.
+"""
+
+from core.actions.builds import claim_build, fail_build, finish_build
+from core.actions.competitors import set_competitor_status
+from core.actions.duels import (
+    claim_duel,
+    fail_duel,
+    mark_duels_rated,
+    record_duel_result,
+    requeue_duel,
+    schedule_duel,
+)
+from core.actions.environments import sync_environments
+from core.actions.errors import ActionError, SubmissionError
+from core.actions.jobs import claim_job, extend_lease, worker_name
+from core.actions.leases import requeue_expired_leases, requeue_failed, resend_stale_hints
+from core.actions.notifications import mark_notifications_read, notify, send_notification_email
+from core.actions.smoke_tests import claim_smoke_test, fail_smoke_test, finish_smoke_test
+from core.actions.submissions import reject_revision, requeue_build, requeue_smoke_test, submit_revision
+
+__all__ = [
+    "ActionError",
+    "SubmissionError",
+    "claim_build",
+    "claim_duel",
+    "claim_job",
+    "claim_smoke_test",
+    "extend_lease",
+    "fail_build",
+    "fail_duel",
+    "fail_smoke_test",
+    "finish_build",
+    "finish_smoke_test",
+    "mark_duels_rated",
+    "mark_notifications_read",
+    "notify",
+    "record_duel_result",
+    "reject_revision",
+    "requeue_build",
+    "requeue_duel",
+    "requeue_expired_leases",
+    "requeue_failed",
+    "requeue_smoke_test",
+    "resend_stale_hints",
+    "schedule_duel",
+    "send_notification_email",
+    "set_competitor_status",
+    "submit_revision",
+    "sync_environments",
+    "worker_name",
+]

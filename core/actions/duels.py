@@ -1,0 +1,165 @@
+"""State changes of duels: schedule, claim, record the result, infrastructure failure, re-queue."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core.actions.errors import ActionError
+from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
+from core.models import Duel, Match, Revision, Tournament
+from core.queue import enqueue_on_commit
+
+_ACCEPTS_RESULT = (Duel.State.QUEUED, Duel.State.RUNNING)
+_RESULTS = set(Duel.Result.values)
+_MATCH_RESULTS = set(Match.Result.values)
+
+
+def schedule_duel(
+    revision_1: Revision | int,
+    revision_2: Revision | int,
+    *,
+    kind: str = Duel.Kind.LADDER,
+    tournament: Tournament | None = None,
+    priority: int = 0,
+    num_matches: int | None = None,
+) -> Duel:
+    """Queue a duel between two ELIGIBLE revisions of the same environment (run after commit)."""
+    ids = [r.pk if isinstance(r, Revision) else r for r in (revision_1, revision_2)]
+    revisions = {
+        r.pk: r
+        for r in Revision.objects.filter(pk__in=ids)
+        .select_related("competitor")
+        .only("pk", "state", "agent_ref", "competitor__environment_id")
+    }
+    if len(revisions) != len(set(ids)):
+        raise ActionError(f"unknown revision among {ids}")
+    r1, r2 = revisions[ids[0]], revisions[ids[1]]
+    for r in (r1, r2):
+        if r.state != Revision.State.ELIGIBLE or not r.agent_ref:
+            raise ActionError(f"revision {r.pk} is {r.state}, not ELIGIBLE")
+    if r1.competitor.environment_id != r2.competitor.environment_id:
+        raise ActionError("the two revisions play different environments")
+    with transaction.atomic():
+        duel = Duel.objects.create(
+            environment_id=r1.competitor.environment_id,
+            revision_1=r1,
+            revision_2=r2,
+            kind=kind,
+            tournament=tournament,
+            priority=priority,
+            num_matches=num_matches,
+            enqueued_at=timezone.now(),
+        )
+        enqueue_on_commit(Duel.task_name, duel.pk)
+    return duel
+
+
+def claim_duel(duel_id: int, worker: str | None = None, lease_s: float | None = None) -> Duel | None:
+    """Claim duel ``duel_id`` (``None`` if someone else has it, it is finished, or out of attempts)."""
+    return claim_job(Duel, duel_id, worker, lease_s)
+
+
+def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
+    if m.get("result") not in _MATCH_RESULTS:
+        raise ValueError(f"match {index}: bad result {m.get('result')!r}")
+    return Match(
+        duel=duel,
+        index=index,
+        result=m["result"],
+        error_kind=m.get("error_kind") or "",
+        error_msg=m.get("error_msg") or "",
+        first_player=m.get("first_player") or Match.FirstPlayer.PLAYER_1,
+        player_1_score=float(m.get("player_1_score") or 0.0),
+        player_2_score=float(m.get("player_2_score") or 0.0),
+        states=m.get("states") or [],
+        actions=m.get("actions") or [],
+        move_times=m.get("move_times") or [],
+    )
+
+
+def record_duel_result(duel_id: int, duel_json: dict[str, Any]) -> bool:
+    """Store the duel JSON of a duel that has no result yet and trigger its rating (after commit).
+
+    Idempotent: a result for a FINISHED (or FAILED) duel is ignored and ``False`` returned; Match rows are
+    unique per (duel, index), so a duplicate delivery cannot write twice."""
+    if duel_json.get("result") not in _RESULTS:
+        raise ValueError(f"duel {duel_id}: bad result {duel_json.get('result')!r}")
+    now = timezone.now()
+    log_cap = settings.PLAYER_LOG_MAX_CHARS
+    with transaction.atomic():
+        duel = Duel.objects.select_for_update().filter(pk=duel_id).first()
+        if duel is None or duel.state not in _ACCEPTS_RESULT:
+            return False
+        matches = [_match_row(duel, i, m) for i, m in enumerate(duel_json.get("matches") or [])]
+        duel.state = Duel.State.FINISHED
+        duel.result = duel_json["result"]
+        duel.error_msg = duel_json.get("error_msg") or ""
+        duel.num_matches = int(duel_json.get("num_matches") or len(matches))
+        for field in (
+            "player_1_wins",
+            "player_2_wins",
+            "draws",
+            "player_1_errors",
+            "player_2_errors",
+            "other_errors",
+        ):
+            setattr(duel, field, int(duel_json.get(field) or 0))
+        duel.player_1_score = duel_json.get("player_1_score")
+        duel.player_2_score = duel_json.get("player_2_score")
+        duel.player_1_log = (duel_json.get("player_1_log") or "")[-log_cap:]
+        duel.player_2_log = (duel_json.get("player_2_log") or "")[-log_cap:]
+        duel.finished_at = now
+        duel.lease_expires_at = None
+        duel.save()
+        Match.objects.bulk_create(matches)
+        if duel.tournament_id is not None:
+            Tournament.objects.filter(pk=duel.tournament_id).update(duels_finished=F("duels_finished") + 1)
+        if settings.RATING_TASK_NAME:
+            enqueue_on_commit(settings.RATING_TASK_NAME, duel.environment_id)
+    return True
+
+
+def fail_duel(
+    duel_id: int, reason: str, *, retry: bool, if_lease_expired_before: datetime | None = None
+) -> bool:
+    """An infrastructure failure (never charged to the players): re-queue while attempts remain, else
+    FAILED. With ``if_lease_expired_before`` (the reaper), act only if the lease is still expired.
+    Returns whether anything changed."""
+    with transaction.atomic():
+        duel = Duel.objects.select_for_update().filter(pk=duel_id).first()
+        if duel is None or duel.state not in _ACCEPTS_RESULT:
+            return False
+        if if_lease_expired_before is not None and not lease_is_expired(duel, if_lease_expired_before):
+            return False
+        if not release_locked_job(duel, reason, retry=retry) and duel.tournament_id is not None:
+            Tournament.objects.filter(pk=duel.tournament_id).update(duels_failed=F("duels_failed") + 1)
+    return True
+
+
+def requeue_duel(duel_id: int) -> bool:
+    """Operator action: run a FAILED duel again with fresh attempts. ``False`` if it is not FAILED."""
+    with transaction.atomic():
+        updated = Duel.objects.filter(pk=duel_id, state=Duel.State.FAILED).update(
+            state=Duel.State.QUEUED, attempts=0, enqueued_at=timezone.now(), finished_at=None
+        )
+        if updated:
+            duel = Duel.objects.get(pk=duel_id)
+            if duel.tournament_id is not None:
+                Tournament.objects.filter(pk=duel.tournament_id, duels_failed__gt=0).update(
+                    duels_failed=F("duels_failed") - 1
+                )
+            enqueue_on_commit(Duel.task_name, duel_id)
+    return bool(updated)
+
+
+def mark_duels_rated(duel_ids: list[int]) -> int:
+    """Flag FINISHED duels as consumed by the rating (for ``tournament_manager``); returns how many."""
+    return Duel.objects.filter(pk__in=duel_ids, state=Duel.State.FINISHED, rated=False).update(
+        rated=True, rated_at=timezone.now()
+    )

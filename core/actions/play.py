@@ -1,0 +1,216 @@
+"""State changes of live play (a person against an agent): start, claim, moves, the end.
+
+The web calls ``start_play_session`` and ``human_move``; the worker task ``duel_runner.play_session``
+calls ``claim_play_session``, ``agent_move`` and ``end_play_session``. Every move is applied with the
+game's rules under a row lock and only on the mover's turn, so the two writers never collide. Sessions
+are never rated (they are not duels).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.actions.errors import ActionError
+from core.models import Competitor, PlaySession, Revision
+from core.queue import enqueue_on_commit
+
+
+class IllegalMoveError(ActionError):
+    """The human's move is not legal (or not theirs to make); the message says why."""
+
+
+def play_setting(name: str, default: float) -> float:
+    """A live-play setting: ``settings.<name>``, else the environment variable, else ``default``."""
+    value = getattr(settings, name, None)
+    if value is None:
+        value = os.environ.get(name, default)
+    return float(value)
+
+
+def inactivity_timeout() -> float:
+    """Seconds a person may leave the board before the session is abandoned and the agent stopped."""
+    return play_setting("PLAY_INACTIVITY_SECONDS", 120.0)
+
+
+def can_play_against(user: Any, competitor: Competitor) -> bool:
+    """Public competitors are open to every signed-in person; private ones to their owner (and staff)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return competitor.is_public or competitor.owner_id == user.pk or bool(user.is_staff)
+
+
+def _game(slug: str) -> Any:
+    from environments import get_game  # the rules are pure: importing them here is cheap
+
+    return get_game(slug)
+
+
+def start_play_session(user: Any, competitor_id: int, *, human_first: bool = True) -> PlaySession:
+    """Open a match between ``user`` and the competitor's playing (ELIGIBLE) revision; a worker launches
+    the agent once the transaction commits."""
+    competitor = (
+        Competitor.objects.select_related("environment", "current_revision").filter(pk=competitor_id).first()
+    )
+    if competitor is None or not can_play_against(user, competitor):
+        raise ActionError("No such competitor to play against.")
+    revision = competitor.current_revision
+    if revision is None or revision.state != Revision.State.ELIGIBLE or not revision.agent_ref:
+        raise ActionError(f"{competitor.name} has no playable revision yet.")
+    game = _game(competitor.environment.slug)
+    now = timezone.now()
+    with transaction.atomic():
+        session = PlaySession.objects.create(
+            user=user,
+            environment=competitor.environment,
+            revision=revision,
+            human_seat=0 if human_first else 1,
+            state=game.initial_state(),
+            last_activity_at=now,
+        )
+        enqueue_on_commit(PlaySession.task_name, session.pk)
+    return session
+
+
+def claim_play_session(session_id: int, worker: str) -> PlaySession | None:
+    """The worker that will run the agent takes a QUEUED session (``None``: someone else has it, or it
+    is over). The inactivity clock starts now, when the agent is about to be launched."""
+    now = timezone.now()
+    claimed = PlaySession.objects.filter(pk=session_id, status=PlaySession.Status.QUEUED).update(
+        status=PlaySession.Status.PLAYING, worker=worker, started_at=now, last_activity_at=now
+    )
+    return PlaySession.objects.get(pk=session_id) if claimed == 1 else None
+
+
+def _finish(session: PlaySession, result: str, kind: str = "", message: str = "") -> None:
+    session.status = PlaySession.Status.FINISHED
+    session.result = result
+    session.error_kind = kind
+    session.error_msg = message
+    session.finished_at = timezone.now()
+
+
+def _apply(session: PlaySession, action: int, move_time: float | None) -> None:
+    """Play ``action`` for the side to move (already checked to be legal), finishing a decided game."""
+    game = _game(session.environment.slug)
+    state = game.apply(session.state, action)
+    session.state = state
+    session.actions = [*session.actions, action]
+    session.states = [*session.states, state]
+    session.move_times = [*session.move_times, move_time]
+    session.moves += 1
+    if game.is_over(state):
+        winner = game.winner(state)
+        if winner is None:
+            _finish(session, PlaySession.Result.DRAW)
+        else:
+            _finish(
+                session,
+                PlaySession.Result.HUMAN_WIN
+                if winner == session.human_seat
+                else PlaySession.Result.AGENT_WIN,
+            )
+
+
+def _locked(session_id: int) -> PlaySession:
+    session = (
+        PlaySession.objects.select_for_update().select_related("environment").filter(pk=session_id).first()
+    )
+    if session is None:
+        raise ActionError("No such game.")
+    return session
+
+
+def human_move(session_id: int, user: Any, action: Any) -> PlaySession:
+    """Store the person's move after checking it with the game's rules. Raises ``IllegalMoveError`` (with
+    a message for the person) for a move that is not legal, not theirs, or too late."""
+    from environments import IllegalActionError
+
+    if type(action) is not int:
+        raise IllegalMoveError(f"A move is a whole number, not {str(action)[:40]!r}.")
+    with transaction.atomic():
+        session = _locked(session_id)
+        if session.user_id != getattr(user, "pk", None):
+            raise IllegalMoveError("This is someone else's game.")
+        if session.status == PlaySession.Status.QUEUED:
+            raise IllegalMoveError("The agent is still starting; wait a moment.")
+        if session.status != PlaySession.Status.PLAYING:
+            raise IllegalMoveError(f"This game is over ({session.get_result_display()}).")
+        game = _game(session.environment.slug)
+        if game.to_move(session.state) != session.human_seat:
+            raise IllegalMoveError("It is the agent's turn.")
+        try:
+            _apply(session, action, None)
+        except IllegalActionError as exc:
+            raise IllegalMoveError(f"Illegal move: {exc}") from exc
+        session.last_activity_at = timezone.now()
+        session.save()
+    return session
+
+
+def agent_move(session_id: int, action: int, move_time: float) -> PlaySession | None:
+    """Store the agent's (already validated) move; ``None`` if the session ended meanwhile or it is not
+    the agent's turn (a late or duplicate worker)."""
+    with transaction.atomic():
+        session = _locked(session_id)
+        if session.status != PlaySession.Status.PLAYING:
+            return None
+        game = _game(session.environment.slug)
+        if game.is_over(session.state) or game.to_move(session.state) != session.agent_seat:
+            return None
+        if action not in game.legal_actions(session.state):
+            raise ActionError(f"the agent's move {action} was not checked before storing it")
+        _apply(session, action, round(move_time, 6))
+        session.last_activity_at = timezone.now()
+        session.save()
+    return session
+
+
+def end_play_session(
+    session_id: int, result: str, *, kind: str = "", message: str = "", log: str = ""
+) -> bool:
+    """End a running session without a decided game: the agent failed (``AGENT_ERROR``: the human
+    wins), the person walked away (``ABANDONED``) or our side failed (``FAILED``). ``False`` if it was
+    already over (only the agent's log is then added)."""
+    if result not in (
+        PlaySession.Result.AGENT_ERROR,
+        PlaySession.Result.ABANDONED,
+        PlaySession.Result.FAILED,
+    ):
+        raise ValueError(f"not an ending for an undecided game: {result!r}")
+    cap = settings.PLAYER_LOG_MAX_CHARS
+    with transaction.atomic():
+        session = _locked(session_id)
+        if log:
+            session.agent_log = log[-cap:]
+        if session.status == PlaySession.Status.FINISHED:
+            session.save(update_fields=["agent_log"])
+            return False
+        _finish(session, result, kind, message)
+        session.save()
+    return True
+
+
+def save_agent_log(session_id: int, log: str) -> None:
+    """Keep the tail of the agent's stderr on the session (shown to the agent's owner)."""
+    PlaySession.objects.filter(pk=session_id).update(agent_log=log[-settings.PLAYER_LOG_MAX_CHARS :])
+
+
+def abandon_stale_play_sessions(max_idle_s: float | None = None) -> int:
+    """End sessions nobody drives any more: idle far beyond the inactivity timeout (their worker died,
+    or the hint was lost). Returns how many were ended."""
+    idle = max_idle_s if max_idle_s is not None else 3 * inactivity_timeout() + 60
+    cutoff = timezone.now() - timedelta(seconds=idle)
+    return PlaySession.objects.filter(
+        status__in=(PlaySession.Status.QUEUED, PlaySession.Status.PLAYING), last_activity_at__lt=cutoff
+    ).update(
+        status=PlaySession.Status.FINISHED,
+        result=PlaySession.Result.FAILED,
+        error_msg="The game was left without a worker and has been closed.",
+        finished_at=timezone.now(),
+    )

@@ -1,0 +1,100 @@
+"""State changes of smoke tests: claim, finish (pass/fail), infrastructure failure."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
+from core.actions.notifications import notify_revision_failed
+from core.models import Competitor, Revision, SmokeTest
+
+_ACCEPTS_RESULT = (SmokeTest.State.QUEUED, SmokeTest.State.RUNNING)
+
+
+def claim_smoke_test(
+    smoke_test_id: int, worker: str | None = None, lease_s: float | None = None
+) -> SmokeTest | None:
+    """Claim a smoke test (``None`` if not claimable); its revision becomes TESTING."""
+    with transaction.atomic():
+        smoke = claim_job(SmokeTest, smoke_test_id, worker, lease_s)
+        if smoke is not None:
+            Revision.objects.filter(pk=smoke.revision_id, state=Revision.State.BUILT).update(
+                state=Revision.State.TESTING, updated_at=timezone.now()
+            )
+    return smoke
+
+
+def finish_smoke_test(
+    smoke_test_id: int, *, passed: bool, reason: str, duel_json: dict[str, Any] | None = None, log: str = ""
+) -> bool:
+    """Store a smoke test's verdict. Passed: the revision is ELIGIBLE and becomes its competitor's current
+    revision (if newer); public revisions are marked for publishing. Failed: TEST_FAILED with ``reason``
+    and ``log`` shown to the owner. ``False`` if the smoke test already had a verdict."""
+    now = timezone.now()
+    with transaction.atomic():
+        smoke = SmokeTest.objects.select_for_update().filter(pk=smoke_test_id).first()
+        if smoke is None or smoke.state not in _ACCEPTS_RESULT:
+            return False
+        smoke.state = SmokeTest.State.SUCCEEDED
+        smoke.passed = passed
+        smoke.reason = reason
+        smoke.duel_json = duel_json
+        smoke.log = log[-settings.PLAYER_LOG_MAX_CHARS :]
+        smoke.finished_at = now
+        smoke.lease_expires_at = None
+        smoke.save(
+            update_fields=["state", "passed", "reason", "duel_json", "log", "finished_at", "lease_expires_at"]
+        )
+        revision = Revision.objects.select_for_update().get(pk=smoke.revision_id)
+        if revision.state not in (Revision.State.BUILT, Revision.State.TESTING):
+            return True
+        revision.tested_at = now
+        if passed:
+            revision.state = Revision.State.ELIGIBLE
+            revision.error_message = ""
+            if revision.is_public:
+                revision.publish_state = Revision.PublishState.PENDING
+            revision.save(
+                update_fields=["state", "tested_at", "error_message", "publish_state", "updated_at"]
+            )
+            competitor = Competitor.objects.select_for_update().get(pk=revision.competitor_id)
+            current = competitor.current_revision_id
+            if current is None or Revision.objects.get(pk=current).version < revision.version:
+                competitor.current_revision = revision
+                competitor.save(update_fields=["current_revision"])
+        else:
+            revision.state = Revision.State.TEST_FAILED
+            revision.error_message = f"smoke test failed: {reason}"
+            revision.save(update_fields=["state", "tested_at", "error_message", "updated_at"])
+            notify_revision_failed(revision)
+    return True
+
+
+def fail_smoke_test(
+    smoke_test_id: int, reason: str, *, retry: bool, if_lease_expired_before: datetime | None = None
+) -> bool:
+    """An infrastructure failure during a smoke test: re-queue while attempts remain, else FAILED (the
+    revision stays un-eligible with a message saying it was our problem)."""
+    with transaction.atomic():
+        smoke = SmokeTest.objects.select_for_update().filter(pk=smoke_test_id).first()
+        if smoke is None or smoke.state not in _ACCEPTS_RESULT:
+            return False
+        if if_lease_expired_before is not None and not lease_is_expired(smoke, if_lease_expired_before):
+            return False
+        if not release_locked_job(smoke, reason, retry=retry):
+            failed = Revision.objects.filter(
+                pk=smoke.revision_id, state__in=[Revision.State.BUILT, Revision.State.TESTING]
+            ).update(
+                state=Revision.State.TEST_FAILED,
+                error_message="The smoke test could not run because of a problem on our side; "
+                "an operator can re-queue it.",
+                updated_at=timezone.now(),
+            )
+            if failed:
+                notify_revision_failed(Revision.objects.get(pk=smoke.revision_id))
+    return True

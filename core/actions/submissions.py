@@ -1,0 +1,173 @@
+"""Uploading a revision, and re-running its pipeline.
+
+Choice: an invalid zip creates NOTHING (no competitor, no revision, no version number used) and raises
+``SubmissionError`` with the validator's message; the upload form shows it at once. ``REJECTED`` is kept
+for revisions refused later (by an operator).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+from typing import BinaryIO
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core import storage
+from core.actions.errors import ActionError, SubmissionError
+from core.models import Build, Competitor, Environment, Revision, SmokeTest, User
+from core.models.competitor import NAME_VALIDATOR
+from core.queue import enqueue_on_commit
+
+ZipSource = BinaryIO | bytes | str | Path
+
+
+def _spool(zip_file: ZipSource) -> tuple[Path, str, int]:
+    """Copy the upload to DATA_DIR/tmp, enforcing the size cap; return (path, sha256, size)."""
+    limit = settings.SUBMISSION_MAX_BYTES
+    tmp = storage.tmp_dir() / f"upload-{uuid.uuid4().hex}.zip"
+    digest = hashlib.sha256()
+    size = 0
+    if isinstance(zip_file, bytes):
+        chunks = [zip_file]
+        source = None
+    elif isinstance(zip_file, str | Path):
+        source = open(zip_file, "rb")  # noqa: SIM115 - closed below
+        chunks = iter(lambda: source.read(1 << 20), b"")
+    else:
+        source = None
+        chunks = iter(lambda: zip_file.read(1 << 20), b"")
+    try:
+        with open(tmp, "wb") as out:
+            for chunk in chunks:
+                size += len(chunk)
+                if size > limit:
+                    raise SubmissionError(f"the zip is larger than the {limit // (1024 * 1024)} MiB limit")
+                digest.update(chunk)
+                out.write(chunk)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        if source is not None:
+            source.close()
+    if size == 0:
+        tmp.unlink(missing_ok=True)
+        raise SubmissionError("the upload is empty")
+    return tmp, digest.hexdigest(), size
+
+
+def _validate_zip(path: Path) -> None:
+    # The one import of a non-core package by core: the same validator the builder applies later.
+    from builder.zip_validation import ValidationError, ZipLimits, validate_zip
+
+    try:
+        validate_zip(path, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
+    except ValidationError as exc:
+        raise SubmissionError(str(exc)) from exc
+
+
+def submit_revision(
+    user: User, environment_slug: str, competitor_name: str, zip_file: ZipSource, is_public: bool = False
+) -> Revision:
+    """Store a new revision of ``user``'s competitor ``competitor_name`` (created on first upload) and
+    queue its build. Versions are 1, 2, ... per competitor, without gaps or races: the competitor row is
+    locked while ``next_version`` is read and bumped. Raises ``SubmissionError`` and stores nothing for a
+    bad name, an unknown environment or an invalid zip."""
+    try:
+        NAME_VALIDATOR(competitor_name)
+    except DjangoValidationError as exc:
+        raise SubmissionError(f"bad competitor name {competitor_name!r}: {' '.join(exc.messages)}") from None
+    environment = Environment.objects.filter(slug=environment_slug, is_active=True).first()
+    if environment is None:
+        raise SubmissionError(f"unknown environment {environment_slug!r}")
+
+    tmp, sha256, size = _spool(zip_file)
+    dest: Path | None = None
+    try:
+        _validate_zip(tmp)
+        with transaction.atomic():
+            competitor, _ = Competitor.objects.get_or_create(
+                owner=user, environment=environment, name=competitor_name, defaults={"is_public": is_public}
+            )
+            competitor = Competitor.objects.select_for_update().get(pk=competitor.pk)
+            version = competitor.next_version
+            Competitor.objects.filter(pk=competitor.pk).update(
+                next_version=F("next_version") + 1, is_public=is_public
+            )
+            dest = storage.submissions_dir() / str(competitor.pk) / f"{version}-{sha256[:16]}.zip"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, dest)
+            revision = Revision.objects.create(
+                competitor=competitor,
+                version=version,
+                zip_path=storage.relative(dest),
+                zip_size=size,
+                content_hash=sha256,
+                is_public=is_public,
+                publish_state=Revision.PublishState.PRIVATE,
+            )
+            build = Build.objects.create(revision=revision, enqueued_at=timezone.now())
+            enqueue_on_commit(Build.task_name, build.pk)
+    except BaseException:
+        if dest is not None:
+            dest.unlink(missing_ok=True)
+        raise
+    finally:
+        tmp.unlink(missing_ok=True)
+    return revision
+
+
+def requeue_build(revision_id: int) -> Build:
+    """Build revision ``revision_id`` again from its zip (operator action); its pipeline restarts."""
+    with transaction.atomic():
+        revision = Revision.objects.select_for_update().get(pk=revision_id)
+        if revision.builds.filter(state__in=[Build.State.QUEUED, Build.State.RUNNING]).exists():
+            raise ActionError(f"revision {revision_id} already has a build queued or running")
+        revision.state = Revision.State.UPLOADED
+        revision.error_message = ""
+        revision.save(update_fields=["state", "error_message", "updated_at"])
+        build = Build.objects.create(revision=revision, enqueued_at=timezone.now())
+        enqueue_on_commit(Build.task_name, build.pk)
+    return build
+
+
+def requeue_smoke_test(revision_id: int) -> SmokeTest:
+    """Smoke-test a built revision again (operator action)."""
+    with transaction.atomic():
+        revision = Revision.objects.select_for_update().get(pk=revision_id)
+        if not revision.agent_ref:
+            raise ActionError(f"revision {revision_id} has not been built")
+        if revision.smoke_tests.filter(state__in=[SmokeTest.State.QUEUED, SmokeTest.State.RUNNING]).exists():
+            raise ActionError(f"revision {revision_id} already has a smoke test queued or running")
+        revision.state = Revision.State.BUILT
+        revision.error_message = ""
+        revision.save(update_fields=["state", "error_message", "updated_at"])
+        smoke = SmokeTest.objects.create(revision=revision, enqueued_at=timezone.now())
+        enqueue_on_commit(SmokeTest.task_name, smoke.pk)
+    return smoke
+
+
+def reject_revision(revision_id: int, reason: str) -> Revision:
+    """Refuse a revision (operator action): it stops playing; its competitor falls back to its newest other
+    ELIGIBLE revision, if any."""
+    with transaction.atomic():
+        revision = Revision.objects.select_for_update().get(pk=revision_id)
+        revision.state = Revision.State.REJECTED
+        revision.error_message = reason
+        revision.save(update_fields=["state", "error_message", "updated_at"])
+        competitor = Competitor.objects.select_for_update().get(pk=revision.competitor_id)
+        if competitor.current_revision_id == revision.pk:
+            competitor.current_revision = (
+                Revision.objects.filter(competitor=competitor, state=Revision.State.ELIGIBLE)
+                .order_by("-version")
+                .first()
+            )
+            competitor.save(update_fields=["current_revision"])
+    return revision

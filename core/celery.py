@@ -1,0 +1,35 @@
+"""The Celery application ``rl_arena``.
+
+Celery carries hints; the database holds the truth. Messages are JSON, carry only ids, are acknowledged
+late (after the task returns) and are rejected back to the queue if the worker process dies. Tasks claim
+their row with a conditional UPDATE, so a duplicate or late delivery is a harmless no-op, and a periodic
+reaper (``duel_runner.reap``) re-queues work whose lease expired, from the database.
+
+Run everything in one process (embedded default): ``celery -A core worker -B -l info``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
+
+app = Celery("rl_arena")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_serializer="json",
+    result_serializer="json",
+    accept_content=["json"],
+    event_serializer="json",
+    task_ignore_result=True,
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    task_track_started=False,
+)
+# Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
+app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher"])

@@ -1,0 +1,31 @@
+"""The platform's data model, one module per aggregate. Only ``core.actions`` changes states."""
+
+from core.models.competitor import Competitor, Revision
+from core.models.duel import Duel, Match
+from core.models.environment import Environment
+from core.models.jobs import JobState, LeasedJob
+from core.models.notification import Notification
+from core.models.pipeline import Build, SmokeTest
+from core.models.play import PlaySession
+from core.models.rating import Rating, RatingHistory
+from core.models.tournament import Tournament, TournamentParticipant
+from core.models.user import User
+
+__all__ = [
+    "Build",
+    "Competitor",
+    "Duel",
+    "Environment",
+    "JobState",
+    "LeasedJob",
+    "Match",
+    "Notification",
+    "PlaySession",
+    "Rating",
+    "RatingHistory",
+    "Revision",
+    "SmokeTest",
+    "Tournament",
+    "TournamentParticipant",
+    "User",
+]

@@ -1,0 +1,129 @@
+"""Duels (N matches between two revisions) and their matches."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from core.models.jobs import LeasedJob
+
+
+class Duel(LeasedJob):
+    """A scheduled series of matches between two revisions of one environment.
+
+    ::
+
+        QUEUED ─claim─► RUNNING ─record result─► FINISHED
+          ▲                │
+          └─lease expired / infrastructure error (attempts < MAX_ATTEMPTS)
+                           └─ attempts exhausted ─► FAILED   (never charged to the players)
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "QUEUED", "queued"
+        RUNNING = "RUNNING", "running"
+        FINISHED = "FINISHED", "finished"
+        FAILED = "FAILED", "failed"
+
+    class Kind(models.TextChoices):
+        LADDER = "LADDER", "ladder"
+        TOURNAMENT = "TOURNAMENT", "tournament"
+        CHALLENGE = "CHALLENGE", "challenge"
+
+    class Result(models.TextChoices):
+        PLAYER_1_WIN = "PLAYER_1_WIN", "player 1 won"
+        PLAYER_2_WIN = "PLAYER_2_WIN", "player 2 won"
+        DRAW = "DRAW", "draw"
+        ERROR = "ERROR", "error"
+
+    task_name = "duel_runner.run_duel"
+
+    environment = models.ForeignKey("core.Environment", on_delete=models.PROTECT, related_name="duels")
+    revision_1 = models.ForeignKey(
+        "core.Revision", on_delete=models.PROTECT, related_name="duels_as_player_1"
+    )
+    revision_2 = models.ForeignKey(
+        "core.Revision", on_delete=models.PROTECT, related_name="duels_as_player_2"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.LADDER)
+    tournament = models.ForeignKey(
+        "core.Tournament", null=True, blank=True, on_delete=models.CASCADE, related_name="duels"
+    )
+    priority = models.SmallIntegerField(default=0, help_text="Higher runs first when re-queued.")
+    num_matches = models.PositiveIntegerField(null=True, blank=True, help_text="None: the game's default.")
+    # Result summary (the duel JSON's top-level fields).
+    result = models.CharField(max_length=14, choices=Result.choices, blank=True)
+    error_msg = models.TextField(blank=True)
+    player_1_wins = models.PositiveIntegerField(default=0)
+    player_2_wins = models.PositiveIntegerField(default=0)
+    draws = models.PositiveIntegerField(default=0)
+    player_1_errors = models.PositiveIntegerField(default=0)
+    player_2_errors = models.PositiveIntegerField(default=0)
+    other_errors = models.PositiveIntegerField(default=0)
+    player_1_score = models.FloatField(null=True, blank=True)
+    player_2_score = models.FloatField(null=True, blank=True)
+    player_1_log = models.TextField(blank=True)
+    player_2_log = models.TextField(blank=True)
+    rated = models.BooleanField(default=False, help_text="Ratings have consumed this result.")
+    rated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(revision_1=models.F("revision_2")) | Q(kind="CHALLENGE"),
+                name="core_duel_distinct_players",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["-priority", "enqueued_at"], name="core_duel_queued", condition=Q(state="QUEUED")
+            ),
+            models.Index(fields=["lease_expires_at"], name="core_duel_running", condition=Q(state="RUNNING")),
+            models.Index(
+                fields=["environment", "finished_at"],
+                name="core_duel_to_rate",
+                condition=Q(state="FINISHED", rated=False),
+            ),
+            models.Index(fields=["environment", "-finished_at"], name="core_duel_env_recent"),
+            models.Index(fields=["revision_1", "revision_2"], name="core_duel_pair"),
+            models.Index(fields=["tournament", "state"], name="core_duel_tournament"),
+        ]
+
+    def __str__(self) -> str:
+        return f"duel {self.pk} ({self.state})"
+
+
+class Match(models.Model):
+    """One game of a duel, with its replay (states, actions, move times)."""
+
+    class Result(models.TextChoices):
+        PLAYER_1_WIN = "PLAYER_1_WIN", "player 1 won"
+        PLAYER_2_WIN = "PLAYER_2_WIN", "player 2 won"
+        DRAW = "DRAW", "draw"
+        PLAYER_1_ERROR = "PLAYER_1_ERROR", "player 1 error"
+        PLAYER_2_ERROR = "PLAYER_2_ERROR", "player 2 error"
+        OTHER_ERROR = "OTHER_ERROR", "infrastructure error"
+
+    class FirstPlayer(models.TextChoices):
+        PLAYER_1 = "PLAYER_1", "player 1"
+        PLAYER_2 = "PLAYER_2", "player 2"
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="matches")
+    index = models.PositiveIntegerField()
+    result = models.CharField(max_length=14, choices=Result.choices)
+    error_kind = models.CharField(max_length=20, blank=True, help_text="TIMEOUT, CRASH, INVALID_ACTION, ...")
+    error_msg = models.TextField(blank=True)
+    first_player = models.CharField(max_length=8, choices=FirstPlayer.choices)
+    player_1_score = models.FloatField(default=0.0)
+    player_2_score = models.FloatField(default=0.0)
+    states = models.JSONField(default=list)
+    actions = models.JSONField(default=list)
+    move_times = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["duel", "index"], name="core_match_unique_index")]
+        ordering = ["duel_id", "index"]
+
+    def __str__(self) -> str:
+        return f"match {self.index} of duel {self.duel_id}"

@@ -1,0 +1,48 @@
+"""Sending task hints to Celery, only once the transaction that made the work visible has committed.
+
+Tasks are sent by NAME, so ``core`` never imports the packages that implement them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+def send_task(task: Any, *args: Any) -> None:
+    """Send ``task`` (a task object or its registered name) now. Broker errors are logged, not raised:
+    the row stays QUEUED and the reaper re-sends the hint later."""
+    from core.celery import app
+
+    name = task if isinstance(task, str) else task.name
+    try:
+        app.send_task(name, args=list(args))
+    except Exception:  # the broker is down: the database still holds the work, the reaper recovers it
+        log.exception("could not send task %s%r; the reaper will re-send it", name, args)
+
+
+def enqueue_on_commit(task: Any, *args: Any) -> None:
+    """Send ``task(*args)`` after the current transaction commits (immediately outside one)."""
+    transaction.on_commit(lambda: send_task(task, *args))
+
+
+def broker_queue_size(queue: str | None = None) -> int | None:
+    """Messages waiting in the broker queue (``None`` if the broker cannot be asked)."""
+    from django.conf import settings
+
+    from core.celery import app
+
+    name = queue or settings.CELERY_TASK_DEFAULT_QUEUE
+    try:
+        with app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1)
+            # Not passive: Redis reports an empty queue as missing. Same flags as Celery's own declaration.
+            declared = conn.default_channel.queue_declare(queue=name, durable=True, auto_delete=False)
+            return int(declared.message_count)
+    except Exception as exc:  # a missing queue or an unreachable broker: unknown
+        log.info("cannot measure broker queue %s: %s", name, exc)
+        return None

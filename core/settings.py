@@ -1,0 +1,314 @@
+"""The one settings module of RL Arena. Every value comes from the environment via ``core.config``.
+
+With no variable set, the platform runs embedded: SQLite under ``data/``, the Kombu filesystem broker under
+``data/broker/`` and the local sandbox. Every variable is documented in ``example.env``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from core.config import (
+    DatabaseUrl,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_path,
+    env_secret,
+    env_str,
+    load_env_file,
+    parse_database_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+load_env_file(env_path("ENV_FILE", BASE_DIR / ".env"))
+
+DEBUG = env_bool("DEBUG", False)
+DATA_DIR = env_path("DATA_DIR", BASE_DIR / "data")
+
+# --- secrets -------------------------------------------------------------------------------------------
+# SECRET_KEY / SECRET_KEY_FILE; if neither is set, a random key is generated once and kept in
+# DATA_DIR/secret_key (0600). No key is ever hard-coded. Several web machines must share one key: set it.
+_secret = env_secret("SECRET_KEY")
+if not _secret:
+    _key_file = DATA_DIR / "secret_key"
+    try:
+        if not _key_file.exists():
+            _key_file.parent.mkdir(parents=True, exist_ok=True)
+            _tmp_key = _key_file.with_name(f".secret_key.{os.getpid()}")
+            fd = os.open(_tmp_key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(50))
+            try:  # link: atomic and never overwrites, so concurrent first starts agree on one key
+                os.link(_tmp_key, _key_file)
+            except FileExistsError:
+                pass
+            finally:
+                _tmp_key.unlink()
+        _secret = _key_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is not set and {_key_file} cannot be created or read ({exc}); "
+            "set SECRET_KEY or SECRET_KEY_FILE"
+        ) from exc
+if len(_secret) < 32 and not DEBUG:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+SECRET_KEY = _secret
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+
+# --- applications --------------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "core.apps.CoreConfig",
+    # Other project apps (web, ...) append themselves here.
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "web.apps.WebConfig",
+    "tournament_manager.apps.TournamentManagerConfig",
+    *env_list("EXTRA_INSTALLED_APPS", []),
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # Refuses bodies over the upload cap from Content-Length alone, before CSRF or forms read them.
+    "web.middleware.UploadSizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "core.urls"
+WSGI_APPLICATION = "core.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database ------------------------------------------------------------------------------------------
+_database_url = env_str("DATABASE_URL", "") or ""
+_db = (
+    parse_database_url(_database_url, base_dir=BASE_DIR)
+    if _database_url
+    else DatabaseUrl(engine="django.db.backends.sqlite3", name=str(DATA_DIR / "db.sqlite3"))
+)
+if _db.engine.endswith("sqlite3"):
+    if _db.name != ":memory:":
+        Path(_db.name).parent.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": _db.engine,
+            "NAME": _db.name,
+            "OPTIONS": {
+                # BEGIN IMMEDIATE: a writing transaction takes the write lock up front, so two processes
+                # never deadlock upgrading read locks; "timeout" waits for the lock instead of failing.
+                "transaction_mode": "IMMEDIATE",
+                "timeout": env_int("SQLITE_TIMEOUT_S", 30, minimum=1),
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+            # A file (not :memory:) so worker processes started by tests can see the test database.
+            "TEST": {"NAME": str(Path(_db.name).with_name("test_" + Path(_db.name).name))}
+            if _db.name != ":memory:"
+            else {},
+        }
+    }
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": _db.engine,
+            "NAME": _db.name,
+            "USER": _db.user,
+            "PASSWORD": _db.password or (env_secret("DATABASE_PASSWORD") or ""),
+            "HOST": _db.host,
+            "PORT": _db.port,
+            "OPTIONS": dict(_db.options or {}),
+            "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+            "CONN_HEALTH_CHECKS": True,
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- users ---------------------------------------------------------------------------------------------
+AUTH_USER_MODEL = "core.User"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = env_str("LOGIN_URL", "/accounts/login/")
+
+# --- email ---------------------------------------------------------------------------------------------
+EMAIL_HOST = env_str("EMAIL_HOST", "") or ""
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "RL Arena <noreply@localhost>")
+
+# --- i18n, static, media -------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = env_path("STATIC_ROOT", DATA_DIR / "static")
+MEDIA_URL = "media/"
+MEDIA_ROOT = env_path("MEDIA_ROOT", DATA_DIR / "media")
+# --- web (pages, JSON API) -----------------------------------------------------------------------------
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "web.finders.GameStaticFinder",  # environments/<game>/static/ served as static/games/<slug>/
+]
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+PASSWORD_RESET_TIMEOUT = 3 * 24 * 3600
+# The rate limiter (web.ratelimit) counts in the cache: Redis when configured, so all workers share counts.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("REDIS_URL")}
+    if env_str("REDIS_URL", "")
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+RL_ARENA_TRUST_PROXY = env_bool("BEHIND_TLS_PROXY", False)  # take the client address from X-Forwarded-For
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RL Arena API",
+    "DESCRIPTION": "Games, leaderboards, competitors, revisions (upload a zip), duels and match replays.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {
+        "RevisionStateEnum": "core.models.competitor.Revision.State",
+        "DuelStateEnum": "core.models.duel.Duel.State",
+        "DuelResultEnum": "core.models.duel.Duel.Result",
+        "MatchResultEnum": "core.models.duel.Match.Result",
+        "CompetitorStatusEnum": "core.models.competitor.Competitor.Status",
+    },
+}
+SUBMISSIONS_DIR = DATA_DIR / "submissions"  # uploaded zips: submissions/<competitor id>/<version>-<hash>.zip
+BUILDS_DIR = DATA_DIR / "builds"  # local-backend agent folders
+
+# --- the arena -----------------------------------------------------------------------------------------
+SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
+SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_MB", 50, minimum=1) * 1024 * 1024
+LEASE_SECONDS = env_int("LEASE_SECONDS", 60, minimum=2)  # a RUNNING job unclaimed this long is re-queued
+HEARTBEAT_SECONDS = env_float("HEARTBEAT_SECONDS", LEASE_SECONDS / 3, minimum=0.2)
+if HEARTBEAT_SECONDS >= LEASE_SECONDS:
+    raise ImproperlyConfigured("HEARTBEAT_SECONDS must be smaller than LEASE_SECONDS")
+MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 3, minimum=1)  # infrastructure failures before a job is FAILED
+STALE_QUEUED_SECONDS = env_int("STALE_QUEUED_SECONDS", 120, minimum=1)  # re-send hints older than this
+REAPER_INTERVAL_SECONDS = env_float("REAPER_INTERVAL_SECONDS", 30.0, minimum=0.5)
+ORPHAN_CONTAINER_MAX_AGE_SECONDS = env_int("ORPHAN_CONTAINER_MAX_AGE_SECONDS", 3 * 3600, minimum=60)
+BUILD_LOG_MAX_CHARS = env_int("BUILD_LOG_MAX_CHARS", 200_000, minimum=1000)
+PLAYER_LOG_MAX_CHARS = env_int("PLAYER_LOG_MAX_CHARS", 256 * 1024, minimum=1000)
+DB_SAVE_RETRIES = env_int("DB_SAVE_RETRIES", 6, minimum=1)  # attempts to store a finished result
+RATING_TASK_NAME = env_str("RATING_TASK_NAME", "tournament_manager.rate_environment") or ""
+
+# --- Celery --------------------------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "") or ""
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or REDIS_URL or "filesystem://"
+if CELERY_BROKER_URL == "filesystem://":
+    CELERY_BROKER_URL = "filesystem://localhost//"  # same transport; spares Kombu's "no hostname" warning
+BROKER_DIR = DATA_DIR / "broker"
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for _sub in ("queue", "processed", "control"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+    }
+else:
+    # Redis re-delivers an un-acknowledged message after this long. A duplicate is harmless (the claim
+    # fails), so this only needs to exceed a normal task's duration; leases recover lost work sooner.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT_SECONDS", 2 * 3600, minimum=60)
+    }
+CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 2, minimum=1)
+# Hard cap on one task (a hung build or duel): the child is killed, its lease expires, the reaper re-queues.
+CELERY_TASK_TIME_LIMIT = env_int("TASK_TIME_LIMIT_SECONDS", 3 * 3600, minimum=60)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "arena")
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "duel-runner-reap": {"task": "duel_runner.reap", "schedule": REAPER_INTERVAL_SECONDS},
+    # tournament_manager adds its periodic tasks (matchmaking, ratings) via CELERY_EXTRA_BEAT_SCHEDULE
+}
+
+# --- tournament_manager and publisher (read with these defaults by their packages) ----------------------
+TM_RATER = env_choice("TM_RATER", "trueskill", ("trueskill", "openskill"))
+TM_MATCHMAKE_INTERVAL_SECONDS = env_float("TM_MATCHMAKE_INTERVAL_SECONDS", 10.0, minimum=0.5)
+TM_CHECK_EDITIONS_INTERVAL_SECONDS = env_float("TM_CHECK_EDITIONS_INTERVAL_SECONDS", 300.0, minimum=1.0)
+TM_LADDER_QUEUE_TARGET = env_int("TM_LADDER_QUEUE_TARGET", 2 * CELERY_WORKER_CONCURRENCY, minimum=0)
+PUBLISH_REMOTE = env_str("PUBLISH_REMOTE", "") or ""
+PUBLISH_BRANCH = env_str("PUBLISH_BRANCH", "main") or "main"
+PUBLISH_GIT_SSH_COMMAND = env_str("PUBLISH_GIT_SSH_COMMAND", "") or None
+PUBLISH_RETRY_SECONDS = env_int("PUBLISH_RETRY_SECONDS", 600, minimum=1)
+PUBLISH_SWEEP_INTERVAL_SECONDS = env_float("PUBLISH_SWEEP_INTERVAL_SECONDS", 60.0, minimum=1.0)
+
+# --- logging -------------------------------------------------------------------------------------------
+LOG_LEVEL = env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "kv": {"format": "ts=%(asctime)s level=%(levelname)s logger=%(name)s pid=%(process)d msg=%(message)s"}
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "kv", "stream": "ext://sys.stderr"}
+    },
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "celery": {"level": LOG_LEVEL},
+    },
+}

@@ -1,0 +1,1 @@
+"""Connect Four: see ``info.yml`` for the rules and encodings."""

@@ -1,0 +1,1 @@
+"""Quarto: see ``info.yml`` for the rules and encodings."""

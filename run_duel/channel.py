@@ -1,0 +1,136 @@
+"""Newline-delimited JSON over a file descriptor, with a deadline and a byte cap on every read.
+
+The referee owns one ``Channel`` per agent. It wraps either a pair of pipe ends (local sandbox) or a
+connected Unix stream socket (Docker sandbox). Reads never block past their deadline and never buffer
+more than ``max_bytes`` of a line, whatever the agent does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import select
+import time
+from typing import Any
+
+
+class ChannelError(Exception):
+    """Base class: the agent broke the conversation. ``kind`` is the referee's error kind."""
+
+    kind = "PROTOCOL"
+
+
+class ChannelTimeout(ChannelError):
+    kind = "TIMEOUT"
+
+
+class ChannelClosed(ChannelError):
+    kind = "CRASH"
+
+
+class ChannelOverflow(ChannelError):
+    kind = "OUTPUT_LIMIT"
+
+
+class ChannelGarbage(ChannelError):
+    kind = "BAD_OUTPUT"
+
+
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_json_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
+class Channel:
+    """A bidirectional NDJSON channel. ``read_fd`` and ``write_fd`` may be the same (a socket)."""
+
+    def __init__(self, read_fd: int, write_fd: int, *, close_fds: tuple[int, ...] | None = None) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self._close_fds = close_fds if close_fds is not None else tuple({read_fd, write_fd})
+        self._buffer = bytearray()
+        self._closed = False
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        self._poll_in = select.poll()
+        self._poll_in.register(read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self._poll_out = select.poll()
+        self._poll_out.register(write_fd, select.POLLOUT | select.POLLHUP | select.POLLERR)
+
+    def send(self, message: dict[str, Any], timeout: float) -> None:
+        """Write one message; raise ``ChannelTimeout`` if the agent does not drain it in time."""
+        data = _encode(message).encode() + b"\n"
+        deadline = time.monotonic() + timeout
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.write_fd, view)
+                view = view[written:]
+                continue
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError, OSError) as exc:
+                if isinstance(exc, OSError) and exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.EBADF):
+                    raise
+                raise ChannelClosed("the agent closed its end of the channel") from exc
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._poll_out.poll(remaining * 1000):
+                raise ChannelTimeout("the agent stopped reading its input")
+
+    def recv(self, timeout: float, max_bytes: int) -> dict[str, Any]:
+        """Read one JSON object line within ``timeout`` seconds and ``max_bytes`` bytes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                if len(line) > max_bytes:
+                    raise ChannelOverflow(f"reply longer than {max_bytes} bytes")
+                return self._decode(line)
+            if len(self._buffer) > max_bytes:
+                raise ChannelOverflow(f"reply longer than {max_bytes} bytes without a newline")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChannelTimeout(f"no complete reply within {timeout:g} s")
+            if not self._poll_in.poll(max(remaining * 1000, 1)):
+                continue
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except BlockingIOError:
+                continue
+            except (ConnectionResetError, OSError) as exc:
+                raise ChannelClosed(f"channel error: {exc}") from exc
+            if not chunk:
+                raise ChannelClosed("the agent closed the channel (exited or crashed)")
+            self._buffer += chunk
+
+    @staticmethod
+    def _decode(line: bytes) -> dict[str, Any]:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ChannelGarbage(f"reply is not UTF-8: {line[:80]!r}") from exc
+        try:
+            value = _json_decode(text)
+        except (ValueError, RecursionError) as exc:
+            raise ChannelGarbage(f"reply is not JSON: {text[:120]!r}") from exc
+        if not isinstance(value, dict):
+            raise ChannelGarbage(f"reply is not a JSON object: {text[:120]!r}")
+        return value
+
+    def close(self) -> None:
+        """Close the underlying descriptors (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for fd in self._close_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)

@@ -1,0 +1,169 @@
+"""Command line: ``python -m run_duel --env GAME --player-1 A --player-2 B [options]``.
+
+Prints the duel JSON (2-space indent) to stdout or ``--output FILE``; progress goes to stderr (a bar on
+a terminal, one line per match otherwise). Bad arguments: one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, NoReturn
+
+from environments import UnknownGameError, all_slugs, get_info
+from run_duel.api import SANDBOXES, get_sandbox, play_duel
+from run_duel.sandbox.base import LaunchSpec, SandboxError
+
+
+class UsageError(Exception):
+    """A bad command-line argument; the message is shown as is."""
+
+
+def _extract_zip(path: Path) -> Path:
+    target = Path(tempfile.mkdtemp(prefix="arena-cli-agent-"))
+    atexit.register(shutil.rmtree, target, True)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                dest = (target / member).resolve()
+                if not dest.is_relative_to(target.resolve()):
+                    raise UsageError(f"{path}: unsafe path {member!r} in the zip")
+            archive.extractall(target)
+    except zipfile.BadZipFile as exc:
+        raise UsageError(f"{path} is not a valid zip file: {exc}") from exc
+    found = sorted(target.rglob("player.py"), key=lambda p: len(p.parts))
+    if not found:
+        raise UsageError(f"{path}: the zip holds no player.py")
+    return found[0].parent
+
+
+def resolve_agent(ref: str, sandbox_name: str) -> str:
+    """Turn a command-line agent reference into ``LaunchSpec.agent`` for ``sandbox_name``.
+
+    ``local``: a folder holding ``player.py`` or a zip of one. ``docker``: an image name, or a folder/zip
+    that ``run_duel.sandbox.docker.image_for_path`` builds into an image first.
+    """
+    path = Path(ref)
+    if sandbox_name == "docker":
+        if not path.exists():
+            return ref  # an image name
+        try:
+            from run_duel.sandbox import docker as docker_sandbox
+        except ImportError as exc:
+            raise SandboxError(f"the docker sandbox is not available: {exc}") from exc
+        hook = getattr(docker_sandbox, "image_for_path", None)
+        if hook is None:
+            raise UsageError(
+                f"{ref}: building images from a folder or zip is not available; pass an image name"
+            )
+        try:
+            return str(hook(str(path)))
+        except Exception as exc:  # the builder's errors vary; the CLI reports them in one line
+            raise SandboxError(f"could not build an image from {ref}: {exc}") from exc
+    if path.is_file() and zipfile.is_zipfile(path):
+        return str(_extract_zip(path))
+    if not path.is_dir():
+        raise UsageError(f"{ref}: no such folder (expected a folder holding player.py, or a zip)")
+    if not (path / "player.py").is_file():
+        raise UsageError(f"{ref}: no player.py in this folder")
+    return str(path.resolve())
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m run_duel", description="Play a duel between two agents and print the duel JSON."
+    )
+    parser.add_argument("--env", required=True, help=f"game slug ({', '.join(all_slugs())})")
+    parser.add_argument("--player-1", required=True, help="agent folder/zip (local) or image (docker)")
+    parser.add_argument("--player-2", required=True, help="agent folder/zip (local) or image (docker)")
+    parser.add_argument(
+        "--matches", type=int, help="number of matches (default: the game's matches_per_duel)"
+    )
+    parser.add_argument("--sandbox", default="local", help=f"one of: {', '.join(SANDBOXES)} (default local)")
+    parser.add_argument("--no-bwrap", action="store_true", help="local sandbox: do not use bubblewrap")
+    parser.add_argument("--output", help="write the JSON to this file instead of stdout")
+    parser.add_argument(
+        "--seed", type=int, help="seed the agents' random/numpy RNGs (player 2 gets seed + 1)"
+    )
+    parser.add_argument("--no-states", action="store_true", help="leave the per-move states out of the JSON")
+    return parser
+
+
+class _Progress:
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tty:
+            width = 30
+            filled = width * done // total
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} matches")
+            if done == total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"match {done}/{total} done\n")
+        self.stream.flush()
+
+
+def _check(args: argparse.Namespace) -> tuple[LaunchSpec, LaunchSpec]:
+    try:
+        get_info(args.env)
+    except UnknownGameError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.sandbox not in SANDBOXES:
+        raise UsageError(f"unknown sandbox {args.sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
+    if args.matches is not None and args.matches < 1:
+        raise UsageError(f"--matches must be a positive integer, got {args.matches}")
+    specs = []
+    for n, ref in ((1, args.player_1), (2, args.player_2)):
+        env = {} if args.seed is None else {"ARENA_SEED": str(args.seed + n - 1)}
+        specs.append(LaunchSpec(agent=resolve_agent(ref, args.sandbox), env=env, labels={"seat": str(n)}))
+    return specs[0], specs[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 the duel could not run, 2 bad arguments)."""
+    try:
+        args = _parser().parse_args(argv)
+        spec_1, spec_2 = _check(args)
+        options = {"use_bwrap": False} if args.sandbox == "local" and args.no_bwrap else {}
+        sandbox = get_sandbox(args.sandbox, **options)
+    except UsageError as exc:
+        print(f"run_duel: error: {exc}", file=sys.stderr)
+        return 2
+    except SandboxError as exc:
+        print(f"run_duel: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        duel = play_duel(
+            args.env,
+            sandbox,
+            spec_1,
+            spec_2,
+            matches=args.matches,
+            on_progress=_Progress(sys.stderr),
+            record_states=not args.no_states,
+        )
+    except KeyboardInterrupt:
+        print("run_duel: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        sandbox.close()
+    text = json.dumps(duel, indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0

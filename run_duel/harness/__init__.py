@@ -1,0 +1,1 @@
+"""Our agent harness. ``arena_harness.py`` is self-contained (copied into agent images)."""

@@ -1,0 +1,563 @@
+"""The referee: plays the matches of one duel between two sandboxed agents and returns the duel JSON.
+
+Rules it enforces (details in ``run_duel/README.md``):
+
+* Both agents are launched once per duel and keep the same ``Player`` object across matches. Player 1
+  moves first in match 0, then the first move alternates.
+* Every reply has a deadline and a byte cap (``Channel``). The referee alone decides the error kind:
+  ``TIMEOUT, CRASH, INVALID_ACTION, MEMORY_LIMIT, OUTPUT_LIMIT, BAD_OUTPUT`` are charged to the player
+  (``PLAYER_x_ERROR``: 0 for it, 1 for the opponent); ``INFRA`` (a bug or failure on our side) is
+  ``OTHER_ERROR`` and charged to nobody.
+* After an error that leaves the channel untrustworthy (timeout, broken or garbled channel, dead process)
+  the agent is killed and relaunched for the next match, at most ``MAX_RELAUNCHES`` times per duel; after
+  that, and after any failure to start (import error, slow ``__init__``), its remaining matches are
+  charged to it. After an invalid action or an exception reported by the harness the channel is still
+  in sync, so the same process continues.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from environments import Game, GameInfo, IllegalActionError, get_game, get_info
+from run_duel.channel import ChannelError
+from run_duel.duel_result import (
+    DRAW,
+    ERROR,
+    INFRA,
+    MATCH_SCORES,
+    OTHER_ERROR,
+    PLAYER_ERROR,
+    PLAYER_NAME,
+    WIN,
+    aggregate,
+)
+from run_duel.sandbox.base import AgentProcess, LaunchSpec, Limits, Sandbox, SandboxError
+
+log = logging.getLogger(__name__)
+
+MAX_RELAUNCHES = 2
+#: Characters of an agent's stderr kept in the duel JSON (``player_x_log``) and quoted in an error_msg.
+DUEL_LOG_CHARS = 16 * 1024
+ERROR_LOG_CHARS = 2000
+ERROR_LOG_LINES = 20
+#: How long agents may take to exit after ``close`` before they are killed (they lose nothing by it).
+CLOSE_GRACE_S = 0.1
+
+
+def limits_for(info: GameInfo, base: Limits | None = None) -> Limits:
+    """The limits of a game's ``info.yml`` applied on top of ``base`` (default ``Limits()``)."""
+    return dataclasses.replace(
+        base or Limits(),
+        memory_mb=info.memory_limit_mb,
+        cpus=info.cpu_limit,
+        init_timeout=float(info.init_time_limit),
+        move_timeout=float(info.move_time_limit),
+    )
+
+
+class PlayerFault(Exception):
+    """The agent broke a rule; ``kind`` is one of ``PLAYER_ERROR_KINDS``."""
+
+    def __init__(self, kind: str, message: str, *, desync: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.desync = desync
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _ordinal_move(n: int) -> str:
+    return f"move {n + 1}"
+
+
+class _Agent:
+    """One seat's agent across the duel: launches, relaunches, logs and a sticky failure."""
+
+    def __init__(self, index: int, sandbox: Sandbox, spec: LaunchSpec) -> None:
+        self.index = index
+        self.name = PLAYER_NAME[index]
+        self.sandbox = sandbox
+        self.spec = spec
+        self.limits = spec.limits
+        self.proc: AgentProcess | None = None
+        self.launches = 0
+        self.logs: list[str] = []
+        self.fatal: PlayerFault | None = None  # every remaining match is charged with this
+        self.started = False  # got "start" in the current match
+
+    @property
+    def relaunches(self) -> int:
+        return max(0, self.launches - 1)
+
+    def spawn(self) -> None:
+        """Start the process (raises ``SandboxError``); ``await_ready`` finishes the launch."""
+        self.launches += 1
+        self.proc = self.sandbox.launch(self.spec)
+
+    def await_ready(self) -> None:
+        """Wait for ``ready``; on failure the agent is marked fatal (charged for every remaining match)."""
+        assert self.proc is not None
+        try:
+            reply = self.proc.channel.recv(self.limits.init_timeout, self.limits.max_message_bytes)
+        except ChannelError as exc:
+            fault = self.fault_from_channel(exc, "while starting (importing player.py and building Player)")
+            self.fatal = PlayerFault(fault.kind, fault.message, desync=True)
+            self.discard()
+            return
+        if reply.get("type") == "ready":
+            return
+        if reply.get("type") == "error":
+            kind = "MEMORY_LIMIT" if reply.get("exception") == "MemoryError" else "CRASH"
+            name = reply.get("exception")
+            message = f"{self.name} failed to start: player.py raised {name}:\n{reply.get('message', '')}"
+        else:
+            kind, message = (
+                "BAD_OUTPUT",
+                f"{self.name} sent {str(reply)[:200]} instead of ready while starting",
+            )
+        self.discard()
+        self.fatal = PlayerFault(kind, self.with_log(message), desync=True)
+
+    def discard(self) -> None:
+        """Kill the process and keep its stderr tail."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        try:
+            text = proc.stderr_log()
+        finally:
+            proc.kill()
+        if text:
+            self.logs.append(text)
+
+    def stderr_tail(self) -> str:
+        parts = list(self.logs)
+        if self.proc is not None:
+            parts.append(self.proc.stderr_log())
+        return "\n--- relaunched ---\n".join(p for p in parts if p)
+
+    def with_log(self, message: str) -> str:
+        lines = self.stderr_tail().rstrip().splitlines()[-ERROR_LOG_LINES:]
+        tail = _tail(
+            "\n".join(line if len(line) <= 200 else line[:200] + "..." for line in lines), ERROR_LOG_CHARS
+        )
+        return f"{message}\nLast lines of stderr:\n{tail}" if tail else f"{message}\n(stderr was empty)"
+
+    def fault_from_channel(self, exc: ChannelError, where: str) -> PlayerFault:
+        """Turn a channel failure into the player's fault, looking at how the process ended."""
+        kind = exc.kind
+        message = str(exc)
+        if kind == "CRASH" and self.proc is not None:
+            info = self.proc.wait_exit(0.5)
+            if info is None:
+                message += " (process still running)"
+            else:
+                if info.returncode is not None and info.returncode < 0:
+                    try:
+                        signame = signal.Signals(-info.returncode).name
+                    except ValueError:
+                        signame = f"signal {-info.returncode}"
+                    message = f"the process was killed by {signame}"
+                elif info.returncode is not None:
+                    message = f"the process exited with code {info.returncode}"
+                if info.oom_killed:
+                    kind = "MEMORY_LIMIT"
+                    message += f" after exceeding its memory limit of {self.limits.memory_mb} MB"
+                elif info.returncode == -signal.SIGXCPU or "CPU time" in info.detail:
+                    kind = "TIMEOUT"
+                if info.detail:
+                    message += f" ({info.detail})"
+        if kind == "PROTOCOL":
+            kind = "BAD_OUTPUT"
+        return PlayerFault(kind, self.with_log(f"{self.name} {where}: {message}"), desync=True)
+
+
+class Referee:
+    """Plays one duel; ``run`` returns the duel JSON dict."""
+
+    def __init__(
+        self,
+        game: Game,
+        slug: str,
+        sandbox: Sandbox,
+        specs: tuple[LaunchSpec, LaunchSpec],
+        matches: int,
+        *,
+        on_progress: Callable[[int, int], None] | None = None,
+        record_states: bool = True,
+    ) -> None:
+        self.game = game
+        self.slug = slug
+        self.sandbox = sandbox
+        self.agents = (_Agent(0, sandbox, specs[0]), _Agent(1, sandbox, specs[1]))
+        self.num_matches = matches
+        self.on_progress = on_progress
+        self.record_states = record_states
+        self.infra_error = ""
+
+    # -- duel ----------------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Play every match and build the duel JSON. Never raises for player or infrastructure errors."""
+        started_at = datetime.now(UTC)
+        t0 = time.perf_counter()
+        results: list[dict[str, Any]] = []
+        try:
+            for index in range(self.num_matches):
+                results.append(self.play_match(index))
+                if self.on_progress is not None:
+                    self.on_progress(index + 1, self.num_matches)
+        finally:
+            self._close(*self.agents)
+        duel = aggregate(results)
+        duel["error_msg"] = ""
+        if self.infra_error:
+            duel["result"] = ERROR
+            duel["error_msg"] = self.infra_error
+        elif results and duel["other_errors"] == len(results):
+            duel["result"] = ERROR
+            duel["error_msg"] = (
+                "every match failed because of an error on our side: " + results[0]["error_msg"]
+            )
+        duel["matches"] = results
+        duel.update(
+            {
+                "player_1_log": _tail(self.agents[0].stderr_tail(), DUEL_LOG_CHARS),
+                "player_2_log": _tail(self.agents[1].stderr_tail(), DUEL_LOG_CHARS),
+                "player_1_relaunches": self.agents[0].relaunches,
+                "player_2_relaunches": self.agents[1].relaunches,
+                "environment": self.slug,
+                "sandbox": getattr(self.sandbox, "name", type(self.sandbox).__name__),
+                "isolation": getattr(self.sandbox, "isolation", ""),
+                "started_at": started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "duration_s": round(time.perf_counter() - t0, 4),
+            }
+        )
+        return duel
+
+    def _close(self, *agents: _Agent) -> None:
+        """Say ``close`` to each running agent, give them a moment to exit together, then kill them."""
+        running = [a for a in agents if a.proc is not None]
+        for agent in running:
+            try:
+                agent.proc.channel.send({"type": "close"}, 0.1)
+            except ChannelError:
+                pass
+            except Exception:
+                log.exception("closing %s failed", agent.name)
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for agent in running:
+            try:
+                agent.proc.wait_exit(max(0.0, deadline - time.monotonic()))
+            except SandboxError as exc:  # the sandbox failed (e.g. the engine restarted): kill it anyway
+                log.warning("waiting for %s to exit failed: %s", agent.name, exc)
+        kill_many = getattr(self.sandbox, "kill_many", None)
+        if len(running) > 1 and callable(kill_many):  # e.g. Docker: remove the containers concurrently
+            kill_many([agent.proc for agent in running])
+        for agent in running:
+            agent.discard()
+
+    def _ensure_running(self) -> None:
+        """Launch (or relaunch) agents that are not running; raise ``SandboxError`` on infra failure.
+
+        Agents start in parallel (``Sandbox.launch_many`` when the sandbox offers it, e.g. Docker, whose
+        launch blocks until the harness connects), then we wait for each one's ``ready``.
+        """
+        # An agent past the relaunch cap has ``fatal`` set, so it is never launched again.
+        spawn = [a for a in self.agents if a.proc is None and a.fatal is None]
+        launch_many = getattr(self.sandbox, "launch_many", None)
+        if len(spawn) > 1 and callable(launch_many):
+            procs = launch_many([a.spec for a in spawn])
+            for agent, proc in zip(spawn, procs, strict=True):
+                agent.launches += 1
+                agent.proc = proc
+        else:
+            for agent in spawn:
+                agent.spawn()
+        for agent in spawn:
+            agent.await_ready()
+
+    # -- match ---------------------------------------------------------------------------------------
+
+    def play_match(self, index: int) -> dict[str, Any]:
+        """Play match ``index``; all errors become the match's result."""
+        first = index % 2  # player index moving first (seat 0)
+        seat_player = (first, 1 - first)
+        match: dict[str, Any] = {
+            "result": DRAW,
+            "error_msg": "",
+            "player_1_score": 0.0,
+            "player_2_score": 0.0,
+            "first_player": PLAYER_NAME[first],
+            "states": [],
+            "error_kind": None,
+            "actions": [],
+            "move_times": [],
+            "num_moves": 0,
+        }
+        if self.infra_error:
+            return self._finish(match, OTHER_ERROR, INFRA, "not played: " + self.infra_error)
+        try:
+            self._ensure_running()
+        except SandboxError as exc:
+            self.infra_error = f"the {getattr(self.sandbox, 'name', 'sandbox')} sandbox failed: {exc}"
+            log.error("sandbox failure: %s", exc)
+            return self._finish(match, OTHER_ERROR, INFRA, self.infra_error)
+        except Exception:
+            log.exception("launching agents failed")
+            self.infra_error = "launching the agents failed (our bug):\n" + traceback.format_exc(limit=5)
+            return self._finish(match, OTHER_ERROR, INFRA, self.infra_error)
+        fatal = [a for a in (self.agents[first], self.agents[1 - first]) if a.fatal is not None]
+        if fatal:
+            fault = fatal[0].fatal
+            assert fault is not None
+            match = self._finish(match, PLAYER_ERROR[fatal[0].index], fault.kind, fault.message)
+            if len(fatal) == 2:
+                other = fatal[1].fatal
+                assert other is not None
+                match["player_1_score"] = match["player_2_score"] = 0.0
+                match["error_msg"] += f"\n\nAlso {fatal[1].name}: {other.message}"
+            return match
+        try:
+            return self._play(match, seat_player)
+        except SandboxError as exc:  # e.g. the Docker engine restarted mid-match: stop, charge nobody
+            log.error("sandbox failure during match %d: %s", index, exc)
+            self.infra_error = f"the {getattr(self.sandbox, 'name', 'sandbox')} sandbox failed: {exc}"
+            self._restart_after_our_failure()
+            return self._finish(match, OTHER_ERROR, INFRA, self.infra_error)
+        except Exception:
+            log.exception("match %d of a %s duel failed on our side", index, self.slug)
+            message = "internal error:\n" + traceback.format_exc(limit=8)
+            self._restart_after_our_failure()
+            return self._finish(match, OTHER_ERROR, INFRA, message)
+
+    def _restart_after_our_failure(self) -> None:
+        """After a failure on our side the agents' state in the match is unknown: start afresh."""
+        for agent in self.agents:
+            agent.started = False
+            if agent.proc is not None:
+                self._close(agent)
+                agent.launches -= 1  # a relaunch caused by us is not counted against the agent
+
+    def _finish(self, match: dict[str, Any], result: str, kind: str | None, message: str) -> dict[str, Any]:
+        match["result"] = result
+        match["error_kind"] = kind
+        match["error_msg"] = message
+        match["player_1_score"], match["player_2_score"] = MATCH_SCORES[result]
+        match["num_moves"] = len(match["actions"])
+        return match
+
+    def _play(self, match: dict[str, Any], seat_player: tuple[int, int]) -> dict[str, Any]:
+        game = self.game
+        agents = (self.agents[seat_player[0]], self.agents[seat_player[1]])
+        actions: list[int] = match["actions"]
+        move_times: list[float] = match["move_times"]
+        states: list[dict[str, Any]] = match["states"]
+        record = self.record_states
+        perf = time.perf_counter
+        for agent in agents:
+            agent.started = False
+        state = game.initial_state()
+        fault: PlayerFault | None = None
+        faulty: _Agent | None = None
+        while not game.is_over(state):
+            seat = game.to_move(state)
+            agent = agents[seat]
+            legal = game.legal_actions(state)
+            obs = game.observation(state, seat).tolist()
+            if agent.started:
+                msg = {"type": "step", "state": obs, "valid_actions": legal, "reward": 0.0}
+            else:
+                msg = {"type": "start", "state": obs, "valid_actions": legal}
+                agent.started = True
+            proc = agent.proc
+            assert proc is not None
+            limits = agent.limits
+            t = perf()
+            try:
+                proc.channel.send(msg, limits.move_timeout)
+                reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
+            except ChannelError as exc:
+                fault = agent.fault_from_channel(exc, f"at {_ordinal_move(len(actions))} of the match")
+                faulty = agent
+                break
+            move_times.append(round(perf() - t, 6))
+            action = reply.get("action") if reply.get("type") == "action" else None
+            if type(action) is not int or action not in legal:
+                fault = self._bad_reply(agent, reply, legal, len(actions))
+                faulty = agent
+                move_times.pop()
+                break
+            try:
+                state = game.apply(state, action)
+            except IllegalActionError as exc:
+                fault = PlayerFault(
+                    "INVALID_ACTION",
+                    agent.with_log(f"{agent.name} played {action} at {_ordinal_move(len(actions))}: {exc}"),
+                    desync=False,
+                )
+                faulty = agent
+                move_times.pop()
+                break
+            actions.append(action)
+            if record:
+                states.append(state)
+        if fault is None:
+            rewards = game.rewards(state)
+            winner = game.winner(state)
+            result = DRAW if winner is None else WIN[seat_player[winner]]
+            self._finish(match, result, None, "")
+            for seat, agent in enumerate(agents):
+                end_fault = self._send_end(agent, game.observation(state, seat).tolist(), rewards[seat])
+                if end_fault is not None and fault is None:
+                    fault, faulty = end_fault, agent
+            if fault is None:
+                return match
+            assert faulty is not None
+            self._finish(match, PLAYER_ERROR[faulty.index], fault.kind, fault.message)
+            if fault.desync:
+                self._after_desync(faulty, fault)
+            return match
+        assert faulty is not None
+        self._finish(match, PLAYER_ERROR[faulty.index], fault.kind, fault.message)
+        if fault.desync:
+            self._after_desync(faulty, fault)
+        # Tell whoever is still in sync that the match is over (the erring player lost, the other won).
+        for seat, agent in enumerate(agents):
+            if agent is faulty and fault.desync:
+                continue
+            reward = -1.0 if agent is faulty else 1.0
+            end_fault = self._send_end(agent, game.observation(state, seat).tolist(), reward)
+            if end_fault is not None:
+                match["error_msg"] += f"\n\nAlso, when told the match was over: {end_fault.message}"
+                if end_fault.desync:
+                    self._after_desync(agent, end_fault)
+        return match
+
+    def _bad_reply(self, agent: _Agent, reply: dict[str, Any], legal: list[int], move: int) -> PlayerFault:
+        where = _ordinal_move(move)
+        kind = reply.get("type")
+        if kind == "error":
+            name = reply.get("exception", "Exception")
+            text = str(reply.get("message", ""))
+            fault_kind = "MEMORY_LIMIT" if name == "MemoryError" else "CRASH"
+            return PlayerFault(
+                fault_kind, agent.with_log(f"{agent.name} raised {name} at {where}:\n{text}"), desync=False
+            )
+        if kind != "action" or "action" not in reply:
+            return PlayerFault(
+                "BAD_OUTPUT",
+                agent.with_log(f"{agent.name} sent {str(reply)[:200]} instead of an action at {where}"),
+                desync=True,
+            )
+        action = reply["action"]
+        shown = ", ".join(map(str, legal[:30])) + (", ..." if len(legal) > 30 else "")
+        if action is None and "repr" in reply:
+            what = f"returned {str(reply['repr'])[:200]} at {where}, which is not a JSON value"
+        elif type(action) is not int:
+            what = f"returned {json_preview(action)} ({type(action).__name__}) at {where}, not an int"
+        else:
+            what = f"played {json_preview(action)} at {where}, which is not a legal action"
+        return PlayerFault(
+            "INVALID_ACTION",
+            agent.with_log(f"{agent.name} {what}; legal actions: [{shown}]"),
+            desync=False,
+        )
+
+    def _send_end(self, agent: _Agent, obs: Any, reward: float) -> PlayerFault | None:
+        if not agent.started or agent.proc is None:
+            return None
+        agent.started = False
+        proc = agent.proc
+        limits = agent.limits
+        try:
+            proc.channel.send({"type": "end", "state": obs, "reward": reward}, limits.move_timeout)
+            reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
+        except ChannelError as exc:
+            return agent.fault_from_channel(exc, "when told the match was over (end)")
+        if reply.get("type") == "ended":
+            return None
+        if reply.get("type") == "error":
+            name = reply.get("exception", "Exception")
+            kind = "MEMORY_LIMIT" if name == "MemoryError" else "CRASH"
+            return PlayerFault(
+                kind,
+                agent.with_log(f"{agent.name} raised {name} in end():\n{reply.get('message', '')}"),
+                desync=False,
+            )
+        return PlayerFault(
+            "BAD_OUTPUT",
+            agent.with_log(f"{agent.name} sent {str(reply)[:200]} instead of ended"),
+            desync=True,
+        )
+
+    def _after_desync(self, agent: _Agent, fault: PlayerFault) -> None:
+        """Kill an agent whose channel broke; cap the relaunches."""
+        agent.started = False
+        agent.discard()
+        if agent.launches > MAX_RELAUNCHES:
+            agent.fatal = PlayerFault(
+                fault.kind,
+                f"{agent.name} was already restarted {MAX_RELAUNCHES} times in this duel; "
+                f"its remaining matches are charged to it. Last failure:\n{fault.message}",
+                desync=True,
+            )
+
+
+def json_preview(value: Any) -> str:
+    """A short printable form of a JSON value."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def play_duel(
+    game_slug: str | Game,
+    sandbox: Sandbox,
+    agent_1: LaunchSpec,
+    agent_2: LaunchSpec,
+    *,
+    matches: int | None = None,
+    limits: Limits | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    record_states: bool = True,
+) -> dict[str, Any]:
+    """Play a duel and return the duel JSON (``run_duel/duel_result.schema.json``).
+
+    ``game_slug`` names a registered game (or is a ``Game`` object, for tests). ``matches`` defaults to
+    the game's ``matches_per_duel`` and ``limits`` to the game's ``info.yml`` limits; either replaces the
+    ``limits`` of both launch specs. Never raises for player errors or sandbox failures: they are in
+    the result (``PLAYER_x_ERROR`` / ``ERROR``).
+    """
+    if isinstance(game_slug, Game):
+        game = game_slug
+        slug = game.slug
+        info = None
+    else:
+        game = get_game(game_slug)
+        slug = game_slug
+        info = get_info(game_slug)
+    if matches is None:
+        matches = info.matches_per_duel if info is not None else 2
+    if matches < 1:
+        raise ValueError(f"matches must be a positive integer, got {matches}")
+    if limits is None:
+        limits = limits_for(info, agent_1.limits) if info is not None else agent_1.limits
+    specs = (
+        dataclasses.replace(agent_1, limits=limits, labels={**agent_1.labels, "seat": "1"}),
+        dataclasses.replace(agent_2, limits=limits, labels={**agent_2.labels, "seat": "2"}),
+    )
+    referee = Referee(
+        game, slug, sandbox, specs, matches, on_progress=on_progress, record_states=record_states
+    )
+    return referee.run()

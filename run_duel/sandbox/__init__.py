@@ -1,0 +1,1 @@
+"""Sandboxes that run one agent each: ``local`` (subprocess, bubblewrap) and ``docker``."""

@@ -1,0 +1,100 @@
+"""One interface for every sandbox that runs an agent.
+
+A sandbox starts one agent process (a subprocess, a container, ...) running *our* harness, which imports
+the user's ``player.py`` and speaks the newline-delimited JSON protocol of ``run_duel/README.md`` over a
+``Channel``. The referee only ever talks to ``AgentProcess``; it never knows which sandbox it has.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from run_duel.channel import Channel
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one agent process. Times are seconds, sizes as named."""
+
+    memory_mb: int = 512
+    cpus: float = 1.0
+    pids: int = 64
+    file_size_mb: int = 64
+    open_files: int = 256
+    tmpfs_mb: int = 64
+    cpu_time_s: int = 600  # total CPU seconds over the whole duel (local sandbox RLIMIT_CPU)
+    log_bytes: int = 256 * 1024  # stderr kept per agent (the tail)
+    max_message_bytes: int = 64 * 1024  # longest reply line accepted from the agent
+    init_timeout: float = 10.0  # import player.py and construct Player
+    move_timeout: float = 1.0  # each start/step/end reply
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """How an agent process ended."""
+
+    returncode: int | None  # None if unknown; negative = killed by that signal (POSIX convention)
+    oom_killed: bool = False
+    detail: str = ""
+
+
+@dataclass
+class LaunchSpec:
+    """What to run: ``agent`` is a directory holding ``player.py`` (local) or an image name (docker)."""
+
+    agent: str
+    limits: Limits = field(default_factory=Limits)
+    labels: dict[str, str] = field(default_factory=dict)  # e.g. {"duel": "42", "seat": "1"}
+    env: dict[str, str] = field(default_factory=dict)  # extra variables for the agent (never secrets)
+
+
+class SandboxError(RuntimeError):
+    """Our side failed to start or manage a sandbox (infrastructure: never charged to a player)."""
+
+
+class AgentProcess(ABC):
+    """A running agent. ``kill`` is idempotent and leaves no process, container or file behind."""
+
+    channel: Channel
+
+    @abstractmethod
+    def poll_exit(self) -> ExitInfo | None:
+        """Exit information if the process has ended, else ``None``. Never blocks for long."""
+
+    @abstractmethod
+    def wait_exit(self, timeout: float) -> ExitInfo | None:
+        """Wait up to ``timeout`` seconds for the process to end; ``None`` if it is still running."""
+
+    @abstractmethod
+    def stderr_log(self) -> str:
+        """The agent's stderr (capped at ``Limits.log_bytes``, keeping the tail), decoded leniently."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Stop everything this agent started and release its resources. Safe to call twice."""
+
+    def __enter__(self) -> AgentProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+class Sandbox(ABC):
+    """Starts agent processes. Implementations: ``local`` (subprocess, bubblewrap) and ``docker``."""
+
+    #: Short name used on the command line and in settings.
+    name: str
+    #: One honest sentence on how strong the isolation is, shown to operators.
+    isolation: str
+
+    @abstractmethod
+    def launch(self, spec: LaunchSpec) -> AgentProcess:
+        """Start the agent; return once the channel is connected (raise ``SandboxError`` if it cannot be).
+
+        Waiting for the harness's ``ready`` message is the referee's job, not the sandbox's.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources shared by launches (temporary folders, clients)."""

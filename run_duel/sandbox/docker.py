@@ -1,0 +1,586 @@
+"""The Docker sandbox: one fresh, locked-down container per launch (per seat per duel).
+
+Transport: a Unix stream socket. For every launch the referee side creates a private folder holding a
+listening socket, bind-mounts that folder read-only at ``/run/arena`` in the container, and starts the
+image's entrypoint (our harness) with ``--connect /run/arena/agent.sock``. The folder is owned by
+root:10001 with mode 0710 and the socket belongs to uid 10001 with mode 0600: only the agent's user (and
+root) can connect, and nothing is world-readable or world-writable. The container has no network at all.
+
+Container settings (see ``container_config``): user 10001, ``network_mode=none``, read-only root, a
+size-capped ``noexec`` tmpfs at /tmp, all capabilities dropped, ``no-new-privileges``, a pids limit,
+memory limit == memory+swap limit, a CPU quota, ulimits (file size, open files, no core dumps, a
+host-wide nproc backstop), capped json-file logs, an init process (tini), labels for the reaper, and only
+the environment variables of ``LaunchSpec.env``.
+
+The agent's stderr is read through the Docker logs API, capped to ``Limits.log_bytes`` (tail). ``kill``
+removes the container by id (force), whatever happened, and deletes the socket folder; while the engine
+does not answer (a restart) it retries for up to ``ENGINE_PATIENCE_S``. Containers of failed launches are
+removed by the sandbox's remover, a tracked background thread that ``DockerSandbox.close`` waits for.
+
+Engine failures are infrastructure, never a player's fault: when the engine does not answer, or a
+container vanished or was killed through the engine's API (the engine shutting down, an operator, a
+reaper), ``poll_exit``/``wait_exit`` raise ``EngineError`` (a ``SandboxError``) instead of reporting an
+exit the referee would charge to the agent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import weakref
+import zipfile
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import DockerException, ImageNotFound, NotFound
+from docker.types import LogConfig, Ulimit
+from requests.exceptions import RequestException
+
+from run_duel.channel import Channel
+from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.sandbox.docker_client import get_client
+
+log = logging.getLogger(__name__)
+
+AGENT_UID = 10001
+SOCKET_DIR_IN_CONTAINER = "/run/arena"
+SOCKET_NAME = "agent.sock"
+LABEL = "rl-arena"
+LABEL_VALUE = "agent"
+MB = 1024 * 1024
+#: How long the harness may take to connect after the container started (Python start-up only: the
+#: harness connects before importing player.py).
+CONNECT_TIMEOUT_S = 20.0
+#: RLIMIT_NPROC counts every process of uid 10001 on the host (all agents share that uid), so it is only
+#: a backstop; the per-container cap is the pids cgroup (``Limits.pids``).
+NPROC_BACKSTOP = 4096
+RUNTIME_PREFIX = "rl-arena-docker-"
+#: How long a removal keeps retrying while the engine does not answer (e.g. it is restarting).
+ENGINE_PATIENCE_S = 60.0
+#: What a call to the engine raises when the engine fails (requests' errors are ``OSError``s).
+ENGINE_FAILURES = (DockerException, RequestException, OSError)
+
+
+class EngineError(SandboxError):
+    """The Docker engine failed (did not answer, lost or killed a container): infrastructure."""
+
+
+def _runtime_base(runtime_dir: str | Path | None) -> Path:
+    if runtime_dir:
+        return Path(runtime_dir)
+    return Path(os.environ.get("AGENT_RUNTIME_DIR", "").strip() or tempfile.gettempdir())
+
+
+def _proc_start_time(pid: int) -> str:
+    """The kernel start time of ``pid`` (ticks since boot) — with the pid, identifies a process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        return data[data.rindex(b")") + 2 :].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+_OWNER_PID = os.getpid()
+_OWNER_START = _proc_start_time(_OWNER_PID)
+_HOSTNAME = socket.gethostname()
+
+
+def _owner_labels() -> dict[str, str]:
+    pid = os.getpid()
+    start = _OWNER_START if pid == _OWNER_PID else _proc_start_time(pid)
+    return {f"{LABEL}.owner-pid": str(pid), f"{LABEL}.owner-start": start, f"{LABEL}.owner-host": _HOSTNAME}
+
+
+def container_config(image: str, spec: LaunchSpec, socket_dir: str) -> dict[str, Any]:
+    """Keyword arguments for ``APIClient.create_container`` (host config included)."""
+    limits: Limits = spec.limits
+    labels = {LABEL: LABEL_VALUE, f"{LABEL}.created": str(int(time.time()))}
+    labels.update({f"{LABEL}.{key}": str(value) for key, value in spec.labels.items()})
+    labels.update(_owner_labels())
+    memory = limits.memory_mb * MB
+    file_size = limits.file_size_mb * MB
+    # Two json-file files of 2x log_bytes each: the engine keeps between 2x and 4x log_bytes on disk, so
+    # the last log_bytes of output (JSON framing included) always survive a rotation.
+    log_max = max(limits.log_bytes * 2, 64 * 1024)
+    api = get_client().api
+    host_config = api.create_host_config(
+        binds={socket_dir: {"bind": SOCKET_DIR_IN_CONTAINER, "mode": "ro"}},
+        network_mode="none",
+        read_only=True,
+        tmpfs={
+            "/tmp":  # noqa: S108 - the container's own tmpfs
+            f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"
+        },
+        shm_size=16 * MB,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        pids_limit=limits.pids,
+        mem_limit=memory,
+        memswap_limit=memory,
+        mem_swappiness=0,
+        nano_cpus=int(limits.cpus * 1e9),
+        ulimits=[
+            Ulimit(name="fsize", soft=file_size, hard=file_size),
+            Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+            Ulimit(name="core", soft=0, hard=0),
+            Ulimit(name="nproc", soft=NPROC_BACKSTOP, hard=NPROC_BACKSTOP),
+            Ulimit(name="cpu", soft=limits.cpu_time_s, hard=limits.cpu_time_s + 5),
+        ],
+        log_config=LogConfig(type="json-file", config={"max-size": str(log_max), "max-file": "2"}),
+        init=True,
+        oom_score_adj=500,
+        ipc_mode="private",
+        auto_remove=False,
+    )
+    env = {
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    env.update(spec.env)
+    return {
+        "image": image,
+        "command": ["--connect", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"],
+        "user": f"{AGENT_UID}:{AGENT_UID}",
+        "environment": env,
+        "labels": labels,
+        "hostname": "agent",
+        "network_disabled": True,
+        "stdin_open": False,
+        "tty": False,
+        "host_config": host_config,
+    }
+
+
+def _exit_info(state: dict[str, Any]) -> ExitInfo | None:
+    """ExitInfo from a container's ``State``; ``None`` while it runs."""
+    status = state.get("Status")
+    if state.get("Running") or status in ("created", "running", "restarting", "paused"):
+        return None
+    code = state.get("ExitCode")
+    detail = state.get("Error") or ""
+    # The init process exits 128+N when the harness was killed by signal N: report it as -N (POSIX style).
+    returncode = -(code - 128) if isinstance(code, int) and 128 < code < 160 else code
+    return ExitInfo(returncode=returncode, oom_killed=bool(state.get("OOMKilled")), detail=detail)
+
+
+class DockerAgentProcess(AgentProcess):
+    """A running agent container and its socket channel."""
+
+    def __init__(
+        self,
+        container_id: str,
+        channel: Channel,
+        socket_dir: str,
+        limits: Limits,
+    ) -> None:
+        self.container_id = container_id
+        self.channel = channel
+        self.socket_dir = socket_dir
+        self.limits = limits
+        self._created = time.time() - 5  # engine and host clocks are the same machine's; a margin anyway
+        self._exit: ExitInfo | None = None
+        self._log: str | None = None
+        self._dead = False
+        self._lock = threading.Lock()
+
+    def _state(self) -> dict[str, Any] | None:
+        try:
+            return get_client().api.inspect_container(self.container_id)["State"]
+        except NotFound:
+            return None
+
+    def _killed_through_engine(self) -> bool:
+        """True if someone stopped or killed the container through the engine's API (we never do before
+        ``kill``): the engine shutting down, an operator, another process's reaper."""
+        try:
+            events = get_client().api.events(
+                since=int(self._created),
+                until=int(time.time()) + 1,
+                filters={"container": self.container_id, "event": ["kill", "stop"]},
+                decode=True,
+            )
+            return any(True for _ in events)
+        except ENGINE_FAILURES as exc:
+            raise EngineError(f"the Docker engine did not answer: {exc}") from exc
+
+    def poll_exit(self) -> ExitInfo | None:
+        """Exit information from the container state (including OOMKilled); ``None`` while running.
+
+        Raises ``EngineError`` when the engine does not answer, lost the container, or killed it itself:
+        the agent must not be charged for that."""
+        if self._exit is not None:
+            return self._exit
+        if self._dead:
+            return ExitInfo(returncode=None, detail="killed by the referee")
+        try:
+            state = self._state()
+        except ENGINE_FAILURES as exc:
+            raise EngineError(
+                f"the Docker engine did not answer about container {self.container_id[:12]}: {exc}"
+            ) from exc
+        if state is None:
+            raise EngineError(f"the agent container {self.container_id[:12]} vanished from the engine")
+        info = _exit_info(state)
+        if info is not None and info.returncode != 0 and self._killed_through_engine():
+            raise EngineError(
+                f"the agent container {self.container_id[:12]} was stopped through the Docker engine "
+                f"(engine shutdown or an operator), exit code {state.get('ExitCode')}"
+            )
+        self._exit = info
+        return info
+
+    def wait_exit(self, timeout: float) -> ExitInfo | None:
+        """Wait up to ``timeout`` seconds for the container to exit (the engine's wait call, no polling).
+        Raises ``EngineError`` like ``poll_exit``."""
+        info = self.poll_exit()
+        if info is not None or timeout <= 0:
+            return info
+        with contextlib.suppress(*ENGINE_FAILURES):  # a timeout, or the engine failing: poll_exit tells
+            get_client().api.wait(self.container_id, timeout=timeout)
+        return self.poll_exit()
+
+    def _fetch_log(self) -> str:
+        cap = self.limits.log_bytes
+        try:
+            raw = get_client().api.logs(
+                self.container_id, stdout=True, stderr=True, stream=False, tail=4000, timestamps=False
+            )
+        except NotFound:
+            return ""
+        except ENGINE_FAILURES as exc:
+            return f"(stderr unavailable: {exc})"
+        dropped = max(0, len(raw) - cap)
+        text = raw[-cap:].decode("utf-8", errors="replace")
+        return f"[... {dropped} earlier bytes dropped ...]\n{text}" if dropped else text
+
+    def stderr_log(self) -> str:
+        """The tail of the agent's stderr (and stray stdout), at most ``Limits.log_bytes`` bytes."""
+        if self._log is not None:
+            return self._log
+        text = self._fetch_log()
+        if self._exit is not None:
+            self._log = text  # the container has exited: its log is final
+        return text
+
+    def kill(self) -> None:
+        """Keep the stderr tail and the exit state, then remove the container by id (force, retrying while
+        the engine restarts) and the socket folder."""
+        with self._lock:
+            if self._dead:
+                return
+            self._dead = True
+        self.channel.close()
+        try:
+            if self._log is None:
+                self._log = self._fetch_log()
+            if self._exit is None:
+                with contextlib.suppress(*ENGINE_FAILURES):
+                    state = self._state()
+                    self._exit = _exit_info(state) if state else None
+        finally:
+            _remove_container(self.container_id, patience=ENGINE_PATIENCE_S)
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            _LIVE.discard(self)
+
+
+def _remove_container(container_id: str, *, patience: float = 1.0) -> bool:
+    """Force-remove a container by id, retrying for ``patience`` seconds while the engine fails (it may
+    be restarting). Logs (never raises) if it cannot; returns whether the container is gone."""
+    deadline = time.monotonic() + patience
+    delay = 0.05
+    while True:
+        try:
+            get_client().api.remove_container(container_id, force=True, v=True)
+            return True
+        except NotFound:
+            return True
+        except ENGINE_FAILURES as exc:
+            if "removal of container" in str(exc) and "already in progress" in str(exc):
+                return True
+            if time.monotonic() >= deadline:
+                log.error("could not remove container %s: %s", container_id[:12], exc)
+                return False
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+class Remover:
+    """Background removal of agent containers, tracked so that ``join`` can wait for all of them."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="docker-remove")
+        self._pending: set[Future[Any]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], Any]) -> Future[Any]:
+        """Run ``job`` (a teardown) in the background."""
+        future = self._pool.submit(job)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+        return future
+
+    def remove(self, container_id: str) -> Future[Any]:
+        """Remove one container by id in the background."""
+        return self.submit(functools.partial(_remove_container, container_id, patience=ENGINE_PATIENCE_S))
+
+    def _done(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def join(self) -> None:
+        """Wait until every submitted removal finished (each retries for at most ``ENGINE_PATIENCE_S``)."""
+        with self._lock:
+            pending = list(self._pending)
+        wait(pending)
+        for future in pending:
+            if future.exception() is not None:
+                log.error("removing an agent container failed: %s", future.exception())
+
+
+_LIVE: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_agents() -> None:
+    """On interpreter exit, remove every agent container this process still holds (a SIGKILLed runner
+    leaves them to ``reap_orphans``)."""
+    for proc in list(_LIVE):
+        with contextlib.suppress(Exception):
+            proc.kill()
+
+
+def _share_with_agent(socket_dir: str, path: str) -> None:
+    """Let uid 10001 (and nobody else) reach the socket.
+
+    As root: the folder is root:10001 mode 0710 and the socket 10001:10001 mode 0600. As another user
+    (chown not allowed): folder 0711 and socket 0666 — still unreachable for other host users, because the
+    runtime folder above is 0700 and only the container sees this folder (as its mount root).
+    """
+    try:
+        os.chown(socket_dir, 0, AGENT_UID)
+        os.chown(path, AGENT_UID, AGENT_UID)
+    except PermissionError:
+        os.chmod(socket_dir, 0o711)  # noqa: S103 - see the docstring
+        os.chmod(path, 0o666)  # noqa: S103 - see the docstring
+        return
+    os.chmod(socket_dir, 0o710)  # noqa: S103 - group-only
+    os.chmod(path, 0o600)
+
+
+class DockerSandbox(Sandbox):
+    """Runs each agent in a fresh container of its image (see the module docstring)."""
+
+    name = "docker"
+    isolation = (
+        "Docker container: uid 10001, no network, read-only root with a small noexec /tmp, all capabilities "
+        "dropped, no-new-privileges, pids/memory/CPU/ulimit caps; shares the host kernel"
+    )
+
+    def __init__(
+        self, *, runtime_dir: str | Path | None = None, connect_timeout: float = CONNECT_TIMEOUT_S
+    ) -> None:
+        """``runtime_dir`` is where per-launch socket folders go (default ``$AGENT_RUNTIME_DIR``, else the
+        system temp folder). When the referee itself runs in a container talking to the host's engine,
+        this folder must exist at the same path in that container and on the host (bind mounts are
+        resolved by the engine, on the host)."""
+        try:
+            self._api = get_client().api
+            self._api.ping()
+        except ENGINE_FAILURES as exc:
+            raise SandboxError(f"no Docker engine answers ({exc}); run scripts/ensure_docker.sh") from exc
+        base = _runtime_base(runtime_dir)
+        base.mkdir(parents=True, exist_ok=True)
+        self._root = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-", dir=base)
+        self.connect_timeout = connect_timeout
+        self._processes: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
+        self._remover = Remover()
+
+    def launch(self, spec: LaunchSpec) -> DockerAgentProcess:
+        """Create and start a container for image ``spec.agent``; return once its harness connected."""
+        socket_dir = tempfile.mkdtemp(prefix="launch-", dir=self._root)
+        container_id: str | None = None
+        listener: socket.socket | None = None
+        try:
+            path = os.path.join(socket_dir, SOCKET_NAME)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            listener.bind(path)
+            _share_with_agent(socket_dir, path)
+            listener.listen(1)
+            config = container_config(spec.agent, spec, socket_dir)
+            try:
+                container_id = self._api.create_container(**config)["Id"]
+            except ImageNotFound as exc:
+                raise SandboxError(f"agent image {spec.agent!r} not found; build it first") from exc
+            self._api.start(container_id)
+            conn = self._accept(listener, container_id)
+        except BaseException as exc:
+            if listener is not None:
+                listener.close()
+            if container_id is not None:
+                self._remover.remove(container_id)
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            if isinstance(exc, SandboxError | KeyboardInterrupt | SystemExit):
+                raise
+            if isinstance(exc, ENGINE_FAILURES):
+                raise EngineError(f"starting the agent container failed: {exc}") from exc
+            raise
+        listener.close()
+        os.unlink(path)
+        fd = conn.detach()
+        proc = DockerAgentProcess(container_id, Channel(fd, fd), socket_dir, spec.limits)
+        self._processes.add(proc)
+        _LIVE.add(proc)
+        return proc
+
+    def launch_many(self, specs: list[LaunchSpec]) -> list[DockerAgentProcess]:
+        """Launch several agents concurrently (container start-up dominates a launch); all or nothing."""
+        if len(specs) <= 1:
+            return [self.launch(spec) for spec in specs]
+        with ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="docker-launch") as pool:
+            futures = [pool.submit(self.launch, spec) for spec in specs]
+            wait(futures)
+        launched = [f.result() for f in futures if f.exception() is None]
+        failures = [f.exception() for f in futures if f.exception() is not None]
+        if failures:
+            for proc in launched:
+                proc.kill()
+            raise failures[0]
+        return launched
+
+    def kill_many(self, procs: list[DockerAgentProcess]) -> None:
+        """Kill several agents concurrently (removing a container is an engine round trip of 10-100 ms)."""
+        if len(procs) <= 1:
+            for proc in procs:
+                proc.kill()
+            return
+        with ThreadPoolExecutor(max_workers=len(procs), thread_name_prefix="docker-kill") as pool:
+            for future in [pool.submit(proc.kill) for proc in procs]:
+                future.result()
+
+    def _accept(self, listener: socket.socket, container_id: str) -> socket.socket:
+        """Wait for the harness to connect; fail early if the container exits first."""
+        deadline = time.monotonic() + self.connect_timeout
+        listener.settimeout(0.25)
+        while True:
+            try:
+                conn, _ = listener.accept()
+                conn.setblocking(True)
+                return conn
+            except TimeoutError:
+                pass
+            state = self._api.inspect_container(container_id)["State"]
+            info = _exit_info(state)
+            if info is not None:
+                logs = self._api.logs(container_id, tail=20).decode("utf-8", "replace")
+                raise SandboxError(
+                    f"the agent container exited (code {info.returncode}) before connecting: {logs[-2000:]}"
+                )
+            if time.monotonic() >= deadline:
+                raise SandboxError(f"the agent container did not connect within {self.connect_timeout:g} s")
+
+    def close(self) -> None:
+        """Kill every agent this sandbox launched that is still alive, wait until every container is
+        removed (retrying while the engine restarts), then remove the runtime folder."""
+        for proc in list(self._processes):
+            proc.kill()
+        self._remover.join()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+
+def _owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(f"{LABEL}.owner-host") != _HOSTNAME:
+        return True  # another machine's container: only age can tell
+    try:
+        pid = int(labels.get(f"{LABEL}.owner-pid", ""))
+    except ValueError:
+        return False
+    start = _proc_start_time(pid)
+    return bool(start) and start == labels.get(f"{LABEL}.owner-start", start)
+
+
+def reap_orphans(max_age_s: float = 6 * 3600, *, client: docker.DockerClient | None = None) -> list[str]:
+    """Remove rl-arena agent containers whose owner process is gone (on this host) or older than
+    ``max_age_s``; also delete socket folders of dead owners. Returns the removed container ids."""
+    client = client or get_client()
+    removed = []
+    now = time.time()
+    for summary in client.api.containers(all=True, filters={"label": f"{LABEL}={LABEL_VALUE}"}):
+        labels = summary.get("Labels") or {}
+        age = now - float(summary.get("Created") or now)
+        if _owner_alive(labels) and age <= max_age_s:
+            continue
+        _remove_container(summary["Id"])
+        removed.append(summary["Id"])
+    base = _runtime_base(None)
+    for folder in base.glob(f"{RUNTIME_PREFIX}*-*"):
+        try:
+            pid = int(folder.name[len(RUNTIME_PREFIX) :].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+    return removed
+
+
+_SKIPPED_PARTS = {"__pycache__", ".git", ".venv", ".mypy_cache", ".pytest_cache"}
+
+
+def _zip_folder(folder: Path, dest: Path) -> Path:
+    """Zip a submission folder, leaving out caches and VCS folders (they would change the content hash)."""
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in sorted(folder.rglob("*")):
+            relative = item.relative_to(folder)
+            if _SKIPPED_PARTS & set(relative.parts) or item.suffix == ".pyc" or not item.is_file():
+                continue
+            if item.is_symlink():
+                continue  # the builder refuses links; a folder on disk may hold some
+            archive.write(item, relative.as_posix())
+    return dest
+
+
+def resolve_docker_agent(ref: str, *, work_dir: Path | None = None) -> str:
+    """Turn a CLI agent reference into an image name.
+
+    ``ref`` may be an image name, a submission zip, or a folder holding ``player.py`` (zipped and built
+    on the fly with ``builder``). Raises ``SandboxError`` with the build error when the build fails.
+    """
+    path = Path(ref)
+    if not path.exists():
+        try:
+            get_client().api.inspect_image(ref)
+        except ImageNotFound as exc:
+            raise SandboxError(f"{ref!r} is neither an image, a zip nor a folder with player.py") from exc
+        return ref
+    from builder import build_submission  # the builder imports run_duel: import late
+
+    work = Path(work_dir) if work_dir else Path(tempfile.gettempdir()) / "rl-arena-builds"
+    if path.is_dir():
+        if not (path / "player.py").is_file():
+            raise SandboxError(f"{ref}: the folder has no player.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = _zip_folder(path, Path(tmp) / "submission.zip")
+            result = build_submission(archive, backend="docker", work_dir=work)
+    else:
+        result = build_submission(path, backend="docker", work_dir=work)
+    if not result.ok:
+        raise SandboxError(f"building {ref} failed ({result.error_kind}): {result.error}")
+    return result.agent_ref
+
+
+def image_for_path(ref: str) -> str:
+    """The ``run_duel.cli.resolve_agent`` hook: build a folder or zip into an image, return its name."""
+    return resolve_docker_agent(ref)

@@ -1,0 +1,519 @@
+"""The local sandbox: the agent runs as a subprocess of the referee, under resource limits.
+
+Isolation, strongest first:
+
+* **bubblewrap** (when ``bwrap`` is installed, the default then): new user, PID, network, IPC, UTS and
+  mount namespaces (``--unshare-all``: no network at all), mapped to uid/gid 65534, a fresh root holding
+  only read-only binds of ``/usr``, the library folders, a few files of ``/etc`` and the Python
+  installation; the agent folder read-only at ``/agent``; a size-capped tmpfs at ``/tmp``; minimal
+  ``/proc`` and ``/dev``. The process dies with the referee (``--die-with-parent``).
+* **plain subprocess** (no ``bwrap``): the agent folder is *copied* into a fresh temporary folder that
+  becomes its cwd and HOME. It can read anything the referee's user can read and use the network. This
+  is much weaker than Docker and is only meant for trusted code (your own agents, tests).
+
+Both get rlimits (address space, CPU seconds, file size, open files, no core dumps, processes), a new
+session (process group) that ``kill`` SIGKILLs as a whole, an environment built from scratch (nothing of
+the referee's environment leaks in), and, when the cgroup v1 ``pids`` controller is writable (we run as
+root, where ``RLIMIT_NPROC`` does not bind), a pids cgroup that caps forks and lets ``kill`` find every
+descendant. ``Limits.cpus`` is not enforced locally.
+
+The agent is killed when the referee dies (``--die-with-parent`` / ``PR_SET_PDEATHSIG``); Linux ties that
+to the *thread* that launched it, so launch agents from the thread that plays the duel (``play_duel``
+does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import logging
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from run_duel.channel import Channel
+from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
+
+log = logging.getLogger(__name__)
+
+HARNESS_PATH = Path(__file__).resolve().parent.parent / "harness" / "arena_harness.py"
+MB = 1024 * 1024
+#: Address space allowed on top of ``Limits.memory_mb``: RLIMIT_AS counts mapped (not resident) memory,
+#: so Python + numpy need room beyond what Docker's RSS-based limit would count.
+ADDRESS_SPACE_SLACK_MB = 256
+#: A SIGKILL we did not send, with peak RSS at or above this fraction of the limit, is read as MEMORY_LIMIT.
+OOM_RSS_FRACTION = 0.9
+#: Empty per-agent cgroups older than this are leftovers of a referee that was killed: removed.
+STALE_CGROUP_AGE_S = 600
+#: Size of the private /dev/shm inside bubblewrap (multiprocessing and some BLAS builds use it).
+SHM_MB = 16
+#: How long to wait for the last stderr bytes of an ended process (a surviving child may hold the pipe).
+STDERR_DRAIN_S = 0.2
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf")
+PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
+_PR_SET_PDEATHSIG = 1
+#: The private tmpfs inside bubblewrap (not the host's /tmp).
+SANDBOX_TMP = "/tmp"  # noqa: S108
+
+_warned_no_bwrap = False
+
+
+def bwrap_path() -> str | None:
+    """Path of the ``bwrap`` executable, or ``None`` when bubblewrap is not installed."""
+    return shutil.which("bwrap")
+
+
+@functools.cache
+def _bwrap_supports(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap build knows ``option`` (``--disable-userns`` needs 0.8)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in done.stdout + done.stderr
+
+
+def _libc_prctl() -> object | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _libc_prctl()
+
+
+def _count_own_processes() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
+
+
+class _PidsCgroup:
+    """A cgroup v1 ``pids`` group for one agent (best effort: absent when not writable)."""
+
+    def __init__(self, path: Path, procs_fd: int) -> None:
+        self.path = path
+        self.procs_fd = procs_fd
+
+    @classmethod
+    def create(cls, max_pids: int) -> _PidsCgroup | None:
+        if not (PIDS_CGROUP_ROOT / "cgroup.procs").exists() or not os.access(PIDS_CGROUP_ROOT, os.W_OK):
+            return None
+        path = PIDS_CGROUP_ROOT / f"arena-{uuid.uuid4().hex[:12]}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(max_pids))
+            procs_fd = os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            log.debug("pids cgroup unavailable: %s", exc)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return None
+        return cls(path, procs_fd)
+
+    @staticmethod
+    def remove_stale(min_age_s: float | None = STALE_CGROUP_AGE_S, prefix: str = "arena-") -> None:
+        """Remove empty ``arena-*`` groups left by referees that died without cleaning up.
+
+        ``min_age_s=None`` ignores the age (only safe when nobody else launches agents meanwhile).
+        """
+        now = time.time()
+        try:
+            candidates = list(PIDS_CGROUP_ROOT.glob(f"{prefix}*"))
+        except OSError:
+            return
+        for path in candidates:
+            with contextlib.suppress(OSError):  # busy (still in use) or already gone
+                old = min_age_s is None or now - path.stat().st_mtime >= min_age_s
+                if old and not (path / "cgroup.procs").read_text().strip():
+                    path.rmdir()
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def kill_all(self) -> None:
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.procs_fd)
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)  # the last task may still be exiting
+        log.warning("could not remove cgroup %s", self.path)
+
+
+class _TailReader(threading.Thread):
+    """Drains a pipe into a buffer that keeps only the last ``limit`` bytes."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__(name=f"stderr-{fd}", daemon=True)
+        self.fd = fd
+        self.limit = limit
+        self.total = 0
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+        self._eof = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self._pump()
+        finally:
+            self._eof.set()
+
+    def drain(self, timeout: float) -> None:
+        """Wait (up to ``timeout``) until every writer has closed the pipe and all was read."""
+        self._eof.wait(timeout)
+
+    def _pump(self) -> None:
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while not self._stop_event.is_set():
+            if not poller.poll(100):
+                continue
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self.total += len(chunk)
+                self._buf += chunk
+                if len(self._buf) > self.limit:
+                    del self._buf[: len(self._buf) - self.limit]
+
+    def text(self) -> str:
+        with self._lock:
+            data = bytes(self._buf)
+            dropped = self.total - len(data)
+        text = data.decode("utf-8", errors="replace")
+        return f"[... {dropped} earlier bytes dropped ...]\n{text}" if dropped > 0 else text
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=1.0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+class LocalAgentProcess(AgentProcess):
+    """One agent subprocess (maybe inside bubblewrap) and its pipes, temp folder and cgroup."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        channel: Channel,
+        stderr: _TailReader,
+        workdir: str | None,
+        cgroup: _PidsCgroup | None,
+        limits: Limits,
+        *,
+        via_bwrap: bool = False,
+    ) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.channel = channel
+        self.workdir = workdir
+        self._stderr = stderr
+        self._cgroup = cgroup
+        self._limits = limits
+        self._exit: ExitInfo | None = None
+        self._killed_by_us = False
+        self._dead = False
+        self._drained = False
+        self.via_bwrap = via_bwrap
+
+    def _reap(self, block: bool) -> ExitInfo | None:
+        if self._exit is not None:
+            return self._exit
+        try:
+            pid, status, usage = os.wait4(self.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            self._exit = ExitInfo(returncode=self.proc.returncode, detail="reaped elsewhere")
+            return self._exit
+        if pid == 0:
+            return None
+        code = os.waitstatus_to_exitcode(status)
+        self.proc.returncode = code  # keep Popen consistent (no "still running" warning)
+        if self.via_bwrap and code > 128:
+            code = 128 - code  # bubblewrap reports a child killed by signal N as exit status 128 + N
+        oom = (
+            code == -signal.SIGKILL
+            and not self._killed_by_us
+            and usage.ru_maxrss * 1024 >= OOM_RSS_FRACTION * self._limits.memory_mb * MB
+        )
+        detail = ""
+        if code == -signal.SIGXCPU or (
+            code == -signal.SIGKILL and usage.ru_utime + usage.ru_stime >= self._limits.cpu_time_s
+        ):
+            detail = f"CPU time limit of {self._limits.cpu_time_s} s exceeded"
+        elif oom:
+            detail = f"killed near its memory limit (peak RSS {usage.ru_maxrss // 1024} MB)"
+        self._exit = ExitInfo(returncode=code, oom_killed=oom, detail=detail)
+        return self._exit
+
+    def poll_exit(self) -> ExitInfo | None:
+        """Exit information if the process has ended, else ``None``."""
+        return self._reap(block=False)
+
+    def wait_exit(self, timeout: float) -> ExitInfo | None:
+        """Wait up to ``timeout`` seconds for the process to end."""
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            info = self._reap(block=False)
+            if info is not None or time.monotonic() >= deadline:
+                return info
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def stderr_log(self) -> str:
+        """The tail of the agent's stderr (complete up to its exit once the process has ended)."""
+        if self._exit is not None and not self._drained:
+            self._drained = True
+            self._stderr.drain(STDERR_DRAIN_S)
+        return self._stderr.text()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (and cgroup), reap, close pipes, remove the temp folder."""
+        if self._dead:
+            return
+        self._dead = True
+        if self._exit is None:
+            self._killed_by_us = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+        self._reap(block=True)
+        # Group members forked while the first SIGKILL was being delivered: once more.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+            self._cgroup.remove()
+        self.channel.close()
+        self._stderr.drain(STDERR_DRAIN_S)  # the last words of the process, if nothing else holds the pipe
+        self._stderr.stop()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class LocalSandbox(Sandbox):
+    """Runs each agent as a local subprocess with rlimits, inside bubblewrap when available."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        *,
+        python: str | None = None,
+        use_bwrap: bool | None = None,
+        use_cgroup: bool = True,
+        address_space_slack_mb: int = ADDRESS_SPACE_SLACK_MB,
+    ) -> None:
+        """``use_bwrap=None`` means "if installed"; ``True`` requires it; ``False`` never uses it."""
+        self.python = python or sys.executable
+        found = bwrap_path()
+        if use_bwrap and not found:
+            raise SandboxError(
+                "bubblewrap requested but `bwrap` is not installed (apt-get install bubblewrap)"
+            )
+        self.bwrap = found if use_bwrap is not False else None
+        self.use_cgroup = use_cgroup
+        if use_cgroup:
+            _PidsCgroup.remove_stale()
+        self.address_space_slack_mb = address_space_slack_mb
+        if self.bwrap:
+            self.isolation = (
+                "local subprocess inside bubblewrap: no network, unprivileged uid in a user namespace, "
+                "read-only system and agent folder, rlimits; weaker than Docker (shares the kernel and "
+                "has no CPU quota)"
+            )
+        else:
+            self.isolation = (
+                "local subprocess WITHOUT bubblewrap: rlimits only; the agent can read the referee's files "
+                "and use the network; much weaker than Docker, for trusted code only"
+            )
+            global _warned_no_bwrap
+            if not _warned_no_bwrap:
+                _warned_no_bwrap = True
+                why = "disabled" if found else "not installed (apt-get install bubblewrap)"
+                log.warning("bubblewrap %s: %s", why, self.isolation)
+
+    # -- command line --------------------------------------------------------------------------------
+
+    def _python_roots(self) -> list[str]:
+        roots = {
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            sys.base_exec_prefix,
+            str(Path(self.python).resolve().parent.parent),
+            str(Path(self.python).absolute().parent.parent),
+        }
+        keep = sorted(r for r in roots if r and r not in ("/", "/usr") and not r.startswith("/usr/"))
+        # Drop roots nested in another root.
+        return [r for r in keep if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in keep)]
+
+    def _bwrap_command(self, agent_dir: str, limits: Limits) -> list[str]:
+        cmd = [self.bwrap or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+        if _bwrap_supports(cmd[0], "--disable-userns"):
+            cmd += ["--disable-userns"]  # no nested user namespaces: no caps, no chroot, no mounts inside
+        cmd += ["--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = Path("/") / name
+            if path.is_symlink():
+                cmd += ["--symlink", os.readlink(path), str(path)]
+            elif path.is_dir():
+                cmd += ["--ro-bind", str(path), str(path)]
+        for name in _ETC_FILES:
+            if (Path("/etc") / name).exists():
+                cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        for root in self._python_roots():
+            cmd += ["--ro-bind", root, root]
+        cmd += ["--ro-bind", str(HARNESS_PATH), "/arena/arena_harness.py"]
+        cmd += ["--ro-bind", agent_dir, "/agent"]
+        cmd += ["--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP]
+        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        # /dev/shm would otherwise be an unbounded tmpfs
+        cmd += ["--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108
+        cmd += ["--remount-ro", "/", "--chdir", "/agent", "--"]
+        cmd += [self.python, "-B", "-s", "/arena/arena_harness.py", "--agent-dir", "/agent"]
+        return cmd
+
+    @staticmethod
+    def _environment(home: str, tmp: str, extra: dict[str, str]) -> dict[str, str]:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "TMPDIR": tmp,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONNOUSERSITE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        env.update(extra)
+        return env
+
+    def _preexec(self, limits: Limits, cgroup: _PidsCgroup | None):
+        address_space = (limits.memory_mb + self.address_space_slack_mb) * MB
+        rlimits = [
+            (resource.RLIMIT_AS, (address_space, address_space)),
+            (resource.RLIMIT_CPU, (limits.cpu_time_s, limits.cpu_time_s + 5)),
+            (resource.RLIMIT_FSIZE, (limits.file_size_mb * MB, limits.file_size_mb * MB)),
+            (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
+            (resource.RLIMIT_CORE, (0, 0)),
+        ]
+        if cgroup is None and os.geteuid() != 0:
+            # RLIMIT_NPROC counts every process of the real uid (and never binds root).
+            nproc = limits.pids + _count_own_processes()
+            rlimits.append((resource.RLIMIT_NPROC, (nproc, nproc)))
+        procs_fd = cgroup.procs_fd if cgroup is not None else -1
+        prctl = _prctl
+        setrlimit = resource.setrlimit
+        write = os.write
+        getpid = os.getpid
+
+        def preexec() -> None:  # runs in the child between fork and exec: C-level calls only
+            if procs_fd >= 0:
+                write(procs_fd, b"%d" % getpid())
+            if prctl is not None:
+                prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            for which, value in rlimits:
+                setrlimit(which, value)
+
+        return preexec
+
+    # -- launch --------------------------------------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> LocalAgentProcess:
+        """Start the harness on ``spec.agent`` (a folder holding ``player.py``)."""
+        agent_dir = Path(spec.agent).resolve()
+        if not agent_dir.is_dir():
+            raise SandboxError(f"agent folder {spec.agent!r} does not exist")
+        limits = spec.limits
+        # Inside bubblewrap everything writable is a tmpfs: no host folder (nothing to leak if we die).
+        workdir = None if self.bwrap else tempfile.mkdtemp(prefix="arena-local-")
+        cgroup = _PidsCgroup.create(limits.pids) if self.use_cgroup else None
+        fds: list[int] = []
+        try:
+            if workdir is None:
+                cmd = self._bwrap_command(str(agent_dir), limits)
+                env = self._environment(SANDBOX_TMP, SANDBOX_TMP, spec.env)
+                cwd = "/"
+            else:
+                local_agent = Path(workdir) / "agent"
+                shutil.copytree(agent_dir, local_agent, symlinks=True)
+                for sub in ("home", "tmp"):
+                    (Path(workdir) / sub).mkdir()
+                cmd = [self.python, "-B", "-s", str(HARNESS_PATH), "--agent-dir", str(local_agent)]
+                env = self._environment(str(Path(workdir, "home")), str(Path(workdir, "tmp")), spec.env)
+                cwd = str(local_agent)
+            to_child_r, to_child_w = os.pipe2(os.O_CLOEXEC)
+            from_child_r, from_child_w = os.pipe2(os.O_CLOEXEC)
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
+            fds = [to_child_r, to_child_w, from_child_r, from_child_w, err_r, err_w]
+            proc = subprocess.Popen(
+                cmd,
+                stdin=to_child_r,
+                stdout=from_child_w,
+                stderr=err_w,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=self._preexec(limits, cgroup),
+            )
+        except (OSError, subprocess.SubprocessError, shutil.Error) as exc:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise SandboxError(f"could not start the local agent process: {exc}") from exc
+        for fd in (to_child_r, from_child_w, err_w):
+            os.close(fd)
+        stderr = _TailReader(err_r, limits.log_bytes)
+        stderr.start()
+        channel = Channel(from_child_r, to_child_w)
+        return LocalAgentProcess(proc, channel, stderr, workdir, cgroup, limits, via_bwrap=bool(self.bwrap))

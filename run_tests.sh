@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The one test command (README quickstart, .ci/run). On a fresh machine it installs and starts what the
+# tests need (Python deps, PostgreSQL, Redis, bubblewrap, the Docker engine and the agent base image),
+# then runs ruff and pytest against the real services.
+#
+#   ./run_tests.sh            everything
+#   ./run_tests.sh tests/run_duel -k timeout    extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")"
+export PYTHONDONTWRITEBYTECODE=1
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "Python environment"
+scripts/ensure_python_env.sh
+
+step "System packages"
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v git >/dev/null || need+=(git)
+command -v zip >/dev/null || need+=(zip)
+command -v nginx >/dev/null || need+=(nginx)          # nginx config and end-to-end proxy tests
+command -v chromium >/dev/null || need+=(chromium)    # browser tests (Playwright drives Debian's Chromium)
+command -v node >/dev/null || need+=(nodejs)          # game renderer tests
+command -v openssl >/dev/null || need+=(openssl)      # self-signed certificate for the TLS nginx block
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+step "PostgreSQL and Redis"
+scripts/ensure_services.sh
+
+if [ -x scripts/ensure_docker.sh ]; then
+  step "Docker engine"
+  scripts/ensure_docker.sh
+fi
+if [ -x scripts/build_base_image.sh ]; then
+  step "Agent base image (cached)"
+  scripts/build_base_image.sh
+fi
+
+step "ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+
+step "pytest on PostgreSQL, Redis, Docker and Chromium"
+export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rl_arena}
+.venv/bin/pytest "$@"
+
+if [ $# -eq 0 ]; then
+  step "pytest: the platform core again on the embedded defaults (SQLite, filesystem broker)"
+  sqlite_data=$(mktemp -d)
+  trap 'rm -rf "$sqlite_data"' EXIT
+  env -u DATABASE_URL DATA_DIR="$sqlite_data" .venv/bin/pytest tests/core
+fi

@@ -1,0 +1,144 @@
+"""Management commands and the admin."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from core.actions import claim_duel, fail_duel, reject_revision, schedule_duel
+from core.models import Build, Competitor, Duel, Environment, Revision
+
+
+def run(*args):
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_sync_environments_mirrors_every_game_folder(db):
+    from environments import all_slugs, get_info
+
+    output = run("sync_environments")
+    real = {slug for slug in all_slugs() if not get_info(slug).extra.get("synthetic")}
+    assert set(Environment.objects.values_list("slug", flat=True)) == real
+    assert "tic-tac-toe: created" in output
+    assert "tic-tac-toe: unchanged" in run("sync_environments")
+
+
+def test_synthetic_test_games_are_synced_only_on_request(db):
+    run("sync_environments", "--include-synthetic")
+    assert Environment.objects.get(slug="hidden-skill").is_active
+    run("sync_environments")
+    assert not Environment.objects.get(slug="hidden-skill").is_active
+
+
+def test_a_game_that_disappeared_is_deactivated_not_deleted(environments):
+    from core.actions import sync_environments
+    from core.management.commands.sync_environments import game_infos
+
+    report = sync_environments([i for i in game_infos() if i["slug"] != "quarto"])
+    assert report["quarto"] == "deactivated"
+    assert Environment.objects.get(slug="quarto").is_active is False
+
+
+def test_load_example_players_submits_random_and_minimax_everywhere_once(environments):
+    run("load_example_players", "--email", "demo@example.com")
+    active = Environment.objects.filter(is_active=True).count()
+    assert Revision.objects.count() == 2 * active
+    assert set(Competitor.objects.values_list("name", flat=True)) == {"random", "minimax"}
+    assert Build.objects.filter(state="QUEUED").count() == 2 * active
+    run("load_example_players", "--email", "demo@example.com")
+    assert Revision.objects.count() == 2 * active  # identical uploads are skipped
+
+
+def test_queue_status_reports_counts_and_expired_leases(make_revision):
+    duel = schedule_duel(make_revision(), make_revision())
+    claim_duel(duel.pk, "w", lease_s=-1)
+    status = json.loads(run("queue_status", "--json"))
+    assert status["duel"]["states"] == {"RUNNING": 1}
+    assert status["duel"]["expired_leases"] == 1
+    assert "expired leases: 1" in run("queue_status")
+
+
+def test_requeue_failed_gives_failed_duels_fresh_attempts(make_revision, settings):
+    settings.MAX_ATTEMPTS = 1
+    duel = schedule_duel(make_revision(), make_revision())
+    claim_duel(duel.pk, "w")
+    fail_duel(duel.pk, "engine down", retry=True)
+    assert Duel.objects.get(pk=duel.pk).state == "FAILED"
+    assert "duel: 1" in run("requeue_failed")
+    assert Duel.objects.values_list("state", "attempts").get(pk=duel.pk) == ("QUEUED", 0)
+
+
+def test_rejecting_the_current_revision_falls_back_to_the_previous_eligible_one(make_revision):
+    old = make_revision()
+    new = make_revision(competitor=old.competitor)
+    Competitor.objects.filter(pk=old.competitor_id).update(current_revision=new)
+    reject_revision(new.pk, "plagiarism")
+    assert Competitor.objects.get(pk=old.competitor_id).current_revision_id == old.pk
+    assert Revision.objects.get(pk=new.pk).state == "REJECTED"
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "user",
+        "environment",
+        "competitor",
+        "revision",
+        "build",
+        "smoketest",
+        "duel",
+        "match",
+        "rating",
+        "ratinghistory",
+        "tournament",
+    ],
+)
+def test_admin_changelists_render(admin_client, make_revision, model):
+    make_revision()
+    assert admin_client.get(reverse(f"admin:core_{model}_changelist")).status_code == 200
+
+
+def test_admin_action_requeues_a_failed_duel(admin_client, make_revision, settings):
+    settings.MAX_ATTEMPTS = 1
+    duel = schedule_duel(make_revision(), make_revision())
+    claim_duel(duel.pk, "w")
+    fail_duel(duel.pk, "engine down", retry=True)
+    response = admin_client.post(
+        reverse("admin:core_duel_changelist"), {"action": "requeue", "_selected_action": [duel.pk]}
+    )
+    assert response.status_code == 302
+    assert Duel.objects.get(pk=duel.pk).state == "QUEUED"
+
+
+def test_admin_can_add_a_user_by_email(admin_client):
+    from core.models import User
+
+    assert admin_client.get(reverse("admin:core_user_add")).status_code == 200
+    response = admin_client.post(
+        reverse("admin:core_user_add"),
+        {
+            "email": "new@example.com",
+            "password1": "a-long-pass-phrase-9",
+            "password2": "a-long-pass-phrase-9",
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    user = User.objects.get(email="new@example.com")
+    assert admin_client.get(reverse("admin:core_user_change", args=[user.pk])).status_code == 200
+
+
+def test_pausing_a_competitor_keeps_the_reason_and_resuming_clears_it(make_revision):
+    from core.actions import set_competitor_status
+
+    competitor = make_revision().competitor
+    set_competitor_status(competitor.pk, "PAUSED", "crashes too often")
+    assert Competitor.objects.values_list("status", "pause_reason").get(pk=competitor.pk) == (
+        "PAUSED",
+        "crashes too often",
+    )
+    set_competitor_status(competitor.pk, "ACTIVE")
+    assert Competitor.objects.values_list("status", "pause_reason").get(pk=competitor.pk) == ("ACTIVE", "")

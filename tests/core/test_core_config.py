@@ -1,0 +1,157 @@
+"""Environment parsing fails loudly, naming the variable; DATABASE_URL parsing."""
+
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from core.config import env_bool, env_choice, env_int, env_list, env_secret, load_env_file, parse_database_url
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_env_int_names_the_variable_on_a_bad_value(monkeypatch):
+    monkeypatch.setenv("LEASE_SECONDS", "ten")
+    with pytest.raises(ImproperlyConfigured, match="LEASE_SECONDS='ten' is not an integer"):
+        env_int("LEASE_SECONDS", 60)
+
+
+def test_env_int_enforces_bounds(monkeypatch):
+    monkeypatch.setenv("WORKERS", "0")
+    with pytest.raises(ImproperlyConfigured, match="WORKERS=0 must be >= 1"):
+        env_int("WORKERS", 2, minimum=1)
+
+
+def test_env_int_uses_the_default_when_unset(monkeypatch):
+    monkeypatch.delenv("SOME_UNSET_VAR", raising=False)
+    assert env_int("SOME_UNSET_VAR", 7) == 7
+
+
+def test_env_bool_rejects_ambiguous_values(monkeypatch):
+    monkeypatch.setenv("DEBUG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="DEBUG='maybe' is not a boolean"):
+        env_bool("DEBUG", False)
+
+
+def test_env_choice_lists_the_choices(monkeypatch):
+    monkeypatch.setenv("SANDBOX", "vm")
+    with pytest.raises(ImproperlyConfigured, match="local, docker"):
+        env_choice("SANDBOX", "local", ("local", "docker"))
+
+
+def test_env_list_splits_on_commas(monkeypatch):
+    monkeypatch.setenv("ALLOWED_HOSTS", "a.example, b.example,,")
+    assert env_list("ALLOWED_HOSTS", []) == ["a.example", "b.example"]
+
+
+def test_secret_is_read_from_its_file_variant(monkeypatch, tmp_path):
+    secret = tmp_path / "key"
+    secret.write_text("s3cret\n")
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    monkeypatch.setenv("SECRET_KEY_FILE", str(secret))
+    assert env_secret("SECRET_KEY") == "s3cret"
+
+
+def test_secret_set_twice_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("SECRET_KEY", "a")
+    monkeypatch.setenv("SECRET_KEY_FILE", str(tmp_path / "key"))
+    with pytest.raises(ImproperlyConfigured, match="either SECRET_KEY or SECRET_KEY_FILE"):
+        env_secret("SECRET_KEY")
+
+
+def test_unreadable_secret_file_names_the_variable(monkeypatch, tmp_path):
+    monkeypatch.delenv("EMAIL_HOST_PASSWORD", raising=False)
+    monkeypatch.setenv("EMAIL_HOST_PASSWORD_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ImproperlyConfigured, match="EMAIL_HOST_PASSWORD_FILE"):
+        env_secret("EMAIL_HOST_PASSWORD")
+
+
+def test_postgres_url_is_split_into_django_fields():
+    db = parse_database_url("postgres://arena:p%40ss@db.internal:6432/rl_arena?sslmode=require")
+    assert (db.engine, db.name, db.user, db.password, db.host, db.port) == (
+        "django.db.backends.postgresql",
+        "rl_arena",
+        "arena",
+        "p@ss",
+        "db.internal",
+        "6432",
+    )
+    assert db.options == {"sslmode": "require"}
+
+
+def test_sqlite_url_with_four_slashes_is_absolute():
+    assert parse_database_url("sqlite:////var/lib/arena/db.sqlite3").name == "/var/lib/arena/db.sqlite3"
+
+
+def test_sqlite_url_with_three_slashes_is_relative_to_the_base_dir():
+    assert (
+        parse_database_url("sqlite:///data/db.sqlite3", base_dir=Path("/srv")).name == "/srv/data/db.sqlite3"
+    )
+
+
+@pytest.mark.parametrize("url", ["mysql://x/y", "postgres://host/", "sqlite://"])
+def test_unusable_database_urls_are_refused(url):
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL"):
+        parse_database_url(url)
+
+
+def test_env_file_does_not_override_the_process_environment(monkeypatch, tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text("# comment\nexport ARENA_T1='from-file'\nARENA_T2=from-file\n")
+    monkeypatch.setenv("ARENA_T2", "from-env")
+    monkeypatch.delenv("ARENA_T1", raising=False)
+    load_env_file(env_file)
+    import os
+
+    assert (os.environ["ARENA_T1"], os.environ["ARENA_T2"]) == ("from-file", "from-env")
+    monkeypatch.delenv("ARENA_T1")
+
+
+def test_example_env_documents_every_variable_the_settings_read():
+    import re
+
+    settings_src = (REPO / "core" / "settings.py").read_text()
+    read = set(
+        re.findall(r'env_(?:str|bool|int|float|list|choice|path|secret|required)\("([A-Z_]+)"', settings_src)
+    )
+    documented = set(re.findall(r"^#? ?([A-Z_]+)=", (REPO / "example.env").read_text(), re.MULTILINE))
+    assert read - documented == set()
+
+
+def test_settings_load_from_example_env(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DEBUG")}
+    env.update(
+        ENV_FILE=str(REPO / "example.env"), DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="core.settings"
+    )
+    code = "from django.conf import settings as s; print(s.SANDBOX, s.CELERY_BROKER_URL, s.DEBUG)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["local", "filesystem://localhost//", "False"]
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_bad_value_stops_the_settings_with_the_variable_name(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "DATA_DIR": str(tmp_path),
+        "LEASE_SECONDS": "soon",
+        "DJANGO_SETTINGS_MODULE": "core.settings",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.SANDBOX"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "LEASE_SECONDS='soon' is not an integer" in out.stderr

@@ -1,0 +1,232 @@
+"""Claims, leases, results and infrastructure failures of builds, smoke tests and duels."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core.actions import (
+    ActionError,
+    claim_build,
+    claim_duel,
+    extend_lease,
+    fail_duel,
+    finish_build,
+    finish_smoke_test,
+    record_duel_result,
+    requeue_duel,
+    requeue_expired_leases,
+    resend_stale_hints,
+    schedule_duel,
+)
+from core.models import Build, Duel, Match, Revision, SmokeTest
+
+
+def duel_json(n=2, result="PLAYER_1_WIN"):
+    match = {
+        "result": "PLAYER_1_WIN",
+        "error_msg": "",
+        "error_kind": "",
+        "player_1_score": 1.0,
+        "player_2_score": 0.0,
+        "first_player": "PLAYER_1",
+        "states": [{"board": [0] * 9}],
+        "actions": [4],
+        "move_times": [0.001],
+    }
+    return {
+        "result": result,
+        "error_msg": "",
+        "num_matches": n,
+        "player_1_errors": 0,
+        "player_2_errors": 0,
+        "other_errors": 0,
+        "player_1_wins": n,
+        "player_2_wins": 0,
+        "draws": 0,
+        "player_1_score": float(n),
+        "player_2_score": 0.0,
+        "matches": [dict(match) for _ in range(n)],
+        "player_1_log": "p1 log",
+        "player_2_log": "p2 log",
+    }
+
+
+@pytest.fixture
+def duel(make_revision):
+    return schedule_duel(make_revision(), make_revision())
+
+
+@pytest.fixture
+def build(make_revision):
+    revision = make_revision(state="UPLOADED", agent_ref="")
+    return Build.objects.create(revision=revision, enqueued_at=timezone.now())
+
+
+def expire(job):
+    type(job).objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_a_queued_build_is_claimed_once(build):
+    first = claim_build(build.pk, "w1")
+    assert first is not None and first.state == "RUNNING" and first.attempts == 1
+    assert claim_build(build.pk, "w2") is None
+    assert Revision.objects.get(pk=build.revision_id).state == "BUILDING"
+
+
+def test_a_running_build_with_an_expired_lease_can_be_claimed_again(build):
+    claim_build(build.pk, "w1")
+    expire(build)
+    again = claim_build(build.pk, "w2")
+    assert (again.worker, again.attempts) == ("w2", 2)
+
+
+def test_a_stale_claimer_cannot_extend_a_lease_it_lost(build):
+    first = claim_build(build.pk, "w1")
+    expire(build)
+    claim_build(build.pk, "w2")
+    assert not extend_lease(Build, build.pk, "w1", first.attempts)
+    assert extend_lease(Build, build.pk, "w2", first.attempts + 1)
+
+
+def test_successful_build_makes_the_revision_built_and_queues_its_smoke_test(build):
+    claim_build(build.pk, "w1")
+    assert finish_build(build.pk, ok=True, agent_ref="/agents/abc", log="ok", duration_s=0.5)
+    revision = Revision.objects.get(pk=build.revision_id)
+    assert (revision.state, revision.agent_ref) == ("BUILT", "/agents/abc")
+    assert SmokeTest.objects.get(revision=revision).state == "QUEUED"
+
+
+def test_failed_build_shows_the_error_to_the_owner(build):
+    claim_build(build.pk, "w1")
+    finish_build(build.pk, ok=False, error="requirements.txt: no such package 'nope'", log="pip output")
+    revision = Revision.objects.get(pk=build.revision_id)
+    assert revision.state == "BUILD_FAILED"
+    assert "no such package" in revision.error_message
+    assert not SmokeTest.objects.exists()
+
+
+def test_a_second_build_outcome_is_ignored(build):
+    claim_build(build.pk, "w1")
+    finish_build(build.pk, ok=True, agent_ref="/a")
+    assert not finish_build(build.pk, ok=False, error="late duplicate")
+    assert Build.objects.get(pk=build.pk).state == "SUCCEEDED"
+
+
+def test_passing_smoke_test_makes_the_revision_eligible_and_current(make_revision):
+    revision = make_revision(state="TESTING")
+    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING", attempts=1)
+    finish_smoke_test(smoke.pk, passed=True, reason="4 matches without errors")
+    revision.refresh_from_db()
+    assert revision.state == "ELIGIBLE"
+    assert revision.competitor.current_revision_id == revision.pk
+
+
+def test_failing_smoke_test_keeps_the_reason_and_log(make_revision):
+    revision = make_revision(state="TESTING")
+    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING", attempts=1)
+    finish_smoke_test(smoke.pk, passed=False, reason="match 1: INVALID_ACTION: 42", log="Traceback ...")
+    revision.refresh_from_db()
+    assert revision.state == "TEST_FAILED"
+    assert "INVALID_ACTION" in revision.error_message
+    assert SmokeTest.objects.get(pk=smoke.pk).log == "Traceback ..."
+
+
+def test_public_revision_is_marked_for_publishing_once_eligible(make_revision):
+    revision = make_revision(state="TESTING", is_public=True)
+    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING", attempts=1)
+    finish_smoke_test(smoke.pk, passed=True, reason="ok")
+    assert Revision.objects.get(pk=revision.pk).publish_state == "PENDING"
+
+
+def test_duels_need_eligible_revisions(make_revision):
+    with pytest.raises(ActionError, match="not ELIGIBLE"):
+        schedule_duel(make_revision(), make_revision(state="BUILT"))
+
+
+def test_duels_need_one_environment(make_revision):
+    with pytest.raises(ActionError, match="different environments"):
+        schedule_duel(make_revision(env="tic-tac-toe"), make_revision(env="connect-four"))
+
+
+def test_recording_a_result_stores_the_summary_and_every_match(duel):
+    claim_duel(duel.pk, "w1")
+    assert record_duel_result(duel.pk, duel_json(n=3))
+    duel.refresh_from_db()
+    assert (duel.state, duel.result, duel.player_1_wins, duel.player_1_log) == (
+        "FINISHED",
+        "PLAYER_1_WIN",
+        3,
+        "p1 log",
+    )
+    assert list(duel.matches.values_list("index", flat=True)) == [0, 1, 2]
+
+
+def test_a_result_for_a_finished_duel_is_ignored(duel):
+    claim_duel(duel.pk, "w1")
+    record_duel_result(duel.pk, duel_json(n=2))
+    assert not record_duel_result(duel.pk, duel_json(n=5, result="PLAYER_2_WIN"))
+    assert Match.objects.filter(duel=duel).count() == 2
+    assert Duel.objects.get(pk=duel.pk).result == "PLAYER_1_WIN"
+
+
+def test_a_finished_duel_cannot_be_claimed(duel):
+    claim_duel(duel.pk, "w1")
+    record_duel_result(duel.pk, duel_json())
+    assert claim_duel(duel.pk, "w2") is None
+
+
+def test_infrastructure_failure_requeues_the_duel_without_a_result(duel):
+    claim_duel(duel.pk, "w1")
+    assert fail_duel(duel.pk, "docker engine restarting", retry=True)
+    duel.refresh_from_db()
+    assert (duel.state, duel.result, duel.worker) == ("QUEUED", "", "")
+    assert "docker engine restarting" in duel.failure_reason
+
+
+def test_a_duel_fails_for_good_after_max_attempts(duel, settings):
+    settings.MAX_ATTEMPTS = 2
+    for _ in range(2):
+        claim_duel(duel.pk, "w")
+        fail_duel(duel.pk, "sandbox error", retry=True)
+    duel.refresh_from_db()
+    assert (duel.state, duel.attempts, duel.rated) == ("FAILED", 2, False)
+    assert claim_duel(duel.pk, "w") is None
+
+
+def test_an_operator_can_requeue_a_failed_duel(duel, settings):
+    settings.MAX_ATTEMPTS = 1
+    claim_duel(duel.pk, "w")
+    fail_duel(duel.pk, "sandbox error", retry=True)
+    assert requeue_duel(duel.pk)
+    assert claim_duel(duel.pk, "w").attempts == 1
+
+
+def test_expired_leases_are_requeued_and_live_ones_left_alone(duel, make_revision):
+    live = schedule_duel(make_revision(), make_revision())
+    claim_duel(duel.pk, "dead-worker")
+    claim_duel(live.pk, "live-worker")
+    expire(duel)
+    assert requeue_expired_leases()["duel"] == 1
+    assert Duel.objects.get(pk=duel.pk).state == "QUEUED"
+    assert Duel.objects.get(pk=live.pk).state == "RUNNING"
+
+
+def test_expired_build_lease_gives_up_after_max_attempts(build, settings):
+    settings.MAX_ATTEMPTS = 1
+    claim_build(build.pk, "dead-worker")
+    expire(build)
+    requeue_expired_leases()
+    assert Build.objects.get(pk=build.pk).state == "FAILED"
+    revision = Revision.objects.get(pk=build.revision_id)
+    assert revision.state == "BUILD_FAILED" and "our side" in revision.error_message
+
+
+def test_lost_hints_are_resent_when_the_broker_queue_is_empty(duel, settings):
+    Duel.objects.filter(pk=duel.pk).update(enqueued_at=timezone.now() - timedelta(hours=1))
+    assert resend_stale_hints()["duel"] == 1
+    assert Duel.objects.get(pk=duel.pk).enqueued_at > timezone.now() - timedelta(minutes=1)
+
+
+def test_fresh_hints_are_not_resent(duel):
+    assert resend_stale_hints(force=True)["duel"] == 0

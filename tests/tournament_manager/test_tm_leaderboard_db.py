@@ -1,0 +1,139 @@
+"""The leaderboard and its Bradley-Terry tie fit: fitted in the background, stored, only read by requests."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from tm_factories import play
+
+from core.models import Duel, Rating
+from tournament_manager import bradley_terry, tasks, tie_fit
+from tournament_manager.actions import rate_pending_duels
+from tournament_manager.leaderboard import leaderboard
+
+W1, W2, D, E1, E2, OE = (
+    "PLAYER_1_WIN",
+    "PLAYER_2_WIN",
+    "DRAW",
+    "PLAYER_1_ERROR",
+    "PLAYER_2_ERROR",
+    "OTHER_ERROR",
+)
+
+
+def fitting_forbidden(*args, **kwargs):
+    raise AssertionError("the leaderboard must never fit on the request path")
+
+
+@pytest.fixture
+def no_fitting(monkeypatch):
+    """A guard: any Bradley-Terry fit raises."""
+    monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
+    monkeypatch.setattr(bradley_terry, "fit", fitting_forbidden)
+    monkeypatch.setattr(tie_fit, "fit_pair_counts", fitting_forbidden)
+
+
+@pytest.fixture
+def ladder(hidden_env, make_competitor):
+    """strong > mid > weak, and weak and twin indistinguishable; rated, no tie fit yet."""
+    bots = {n: make_competitor(n) for n in ("strong", "mid", "weak", "twin")}
+    for _ in range(4):
+        play(bots["strong"], bots["mid"], [W1] * 6)
+        play(bots["mid"], bots["weak"], [W1] * 6)
+        play(bots["weak"], bots["twin"], [W1, W2, D, W1, W2, D])
+    rate_pending_duels(hidden_env.pk)
+    return bots
+
+
+def test_without_a_fit_every_competitor_has_its_own_rank_and_a_fit_is_requested(
+    hidden_env, ladder, no_fitting, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(1):
+        rows = leaderboard(hidden_env)
+    assert [r.rank for r in rows] == [1, 2, 3, 4]
+    assert all(r.bt_strength is None for r in rows)
+    assert not tie_fit.request_refresh(hidden_env.pk)  # the leaderboard already requested one
+
+
+def test_the_background_fit_makes_the_tie_groups_the_leaderboard_shows(
+    hidden_env, ladder, monkeypatch, django_assert_max_num_queries
+):
+    tie_fit.refresh(hidden_env.pk)
+    monkeypatch.setattr(tie_fit, "fit_pair_counts", fitting_forbidden)
+    with django_assert_max_num_queries(1):
+        rows = leaderboard(hidden_env)
+    assert [r.competitor for r in rows][:2] == ["strong", "mid"]
+    assert [r.skill for r in rows] == sorted((r.skill for r in rows), reverse=True)
+    ranks = {r.competitor: r.rank for r in rows}
+    assert ranks["strong"] == 1 and ranks["mid"] == 2
+    assert ranks["weak"] == ranks["twin"] == 3
+    top = rows[0]
+    assert (top.matches, top.wins, top.owner) == (24, 24, "owner")
+    assert top.bt_lower <= top.bt_strength <= top.bt_upper
+
+
+def test_rating_a_duel_requests_a_refit_and_the_old_fit_is_shown_meanwhile(
+    hidden_env, ladder, make_competitor, no_fitting
+):
+    cache.delete(tie_fit._pending_key(hidden_env.pk))
+    newcomer = make_competitor("newcomer")
+    play(newcomer, ladder["strong"], [W1, W1])
+    assert tasks.rate_environment(hidden_env.pk) == 1
+    assert not tie_fit.request_refresh(hidden_env.pk)  # the rating task requested it
+
+
+def test_a_stale_fit_is_still_used_and_unseen_competitors_rank_alone(
+    hidden_env, ladder, make_competitor, monkeypatch
+):
+    tie_fit.refresh(hidden_env.pk)
+    newcomer = make_competitor("newcomer")
+    play(newcomer, ladder["twin"], [W2, W2, W2])
+    rate_pending_duels(hidden_env.pk)
+    assert tie_fit.is_stale(hidden_env.pk)
+    monkeypatch.setattr(tie_fit, "fit_pair_counts", fitting_forbidden)
+    ranks = {r.competitor: r.rank for r in leaderboard(hidden_env)}
+    assert ranks["weak"] == ranks["twin"]
+    positions = {r.competitor: k for k, r in enumerate(leaderboard(hidden_env), start=1)}
+    assert ranks["newcomer"] == positions["newcomer"]
+
+
+def test_the_periodic_check_refits_only_stale_environments(hidden_env, ladder):
+    assert tasks.refresh_tie_fits() == 1
+    assert not tie_fit.is_stale(hidden_env.pk)
+    assert tasks.refresh_tie_fits() == 0
+
+
+def test_a_stored_fit_survives_an_emptied_cache(hidden_env, ladder):
+    fitted = tie_fit.refresh(hidden_env.pk)
+    cache.clear()  # another process's cache, or a flushed Redis: the file copy remains
+    assert tie_fit.stored_fit(hidden_env.pk) == fitted
+    assert {r.rank for r in leaderboard(hidden_env)} == {1, 2, 3}
+
+
+def test_storing_a_fit_changes_the_ratings_version_pages_cache_under(hidden_env, ladder):
+    before = max(Rating.objects.filter(environment=hidden_env).values_list("updated_at", flat=True))
+    tie_fit.refresh(hidden_env.pk)
+    after = max(Rating.objects.filter(environment=hidden_env).values_list("updated_at", flat=True))
+    assert after > before
+
+
+def test_pair_counts_are_aggregated_per_pair_from_each_sides_view(hidden_env, make_competitor):
+    a, b, c = make_competitor("a"), make_competitor("b"), make_competitor("c")
+    play(a, b, [W1, W2, D, E1, E2, OE])
+    play(b, a, [W1, W1])
+    play(b, c, [D])
+    play(a, c, [W1], kind=Duel.Kind.CHALLENGE)  # friendly: not rated, not counted
+    play(c, a, [W1])  # finished but not yet rated: not counted
+    Duel.objects.filter(environment=hidden_env).exclude(kind=Duel.Kind.CHALLENGE).exclude(
+        revision_1__competitor=c
+    ).update(rated=True)
+    ids, pairs, table = tie_fit.pair_counts(hidden_env.pk)
+    got = {}
+    for (lo, hi), (losses, draws, wins) in zip(pairs.tolist(), table.tolist(), strict=True):
+        got[(ids[lo], ids[hi])] = (losses, draws, wins)
+    first, second = sorted([a.pk, b.pk])
+    a_view = (4.0, 1.0, 2.0)  # a: W1, E2 won; W2, E1 and b's two wins lost; one draw
+    expected_ab = a_view if first == a.pk else (a_view[2], a_view[1], a_view[0])
+    assert got[(first, second)] == expected_ab
+    assert got[tuple(sorted([b.pk, c.pk]))] == (0.0, 1.0, 0.0)
+    assert len(got) == 2

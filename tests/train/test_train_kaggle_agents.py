@@ -1,0 +1,96 @@
+"""Kaggle-style agents (``agent(observation, configuration)`` in main.py) join duels unchanged."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import KAGGLE, RANDOM, zip_files
+
+from builder import build_submission, validate_zip
+from run_duel.api import LaunchSpec, get_sandbox, play_duel, validate_duel_json
+
+KAGGLE_TIC_TAC_TOE = textwrap.dedent(
+    """
+    def agent(obs, config):
+        assert obs["mark"] == obs.mark and obs.mark in (1, 2)
+        assert len(obs.board) == 9
+        return [i for i, v in enumerate(obs.board) if v == 0][0]
+    """
+)
+
+
+def duel(game: str, agent_1: Path | str, agent_2: Path | str, matches: int, sandbox: str = "local") -> dict:
+    result = play_duel(
+        game, get_sandbox(sandbox), LaunchSpec(str(agent_1)), LaunchSpec(str(agent_2)), matches=matches
+    )
+    validate_duel_json(result)
+    return result
+
+
+def no_errors(result: dict) -> bool:
+    return result["player_1_errors"] == result["player_2_errors"] == result["other_errors"] == 0
+
+
+def test_kaggle_connectx_main_py_plays_legal_connect_four_through_the_referee():
+    result = duel("connect-four", KAGGLE, RANDOM, matches=6)
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
+    assert result["player_1_wins"] >= 5  # win/block tactics beat random
+
+
+def test_kaggle_agent_sees_its_own_mark_whoever_starts(tmp_path):
+    (tmp_path / "main.py").write_text(
+        textwrap.dedent(
+            """
+            def agent(observation, configuration):
+                board = observation.board
+                mine = board.count(observation.mark)
+                theirs = board.count(3 - observation.mark)
+                assert mine == theirs if observation.mark == 1 else theirs == mine + 1, board
+                assert (configuration.rows, configuration.columns, configuration.inarow) == (6, 7, 4)
+                return next(c for c in range(7) if board[c] == 0)
+            """
+        )
+    )
+    result = duel("connect-four", tmp_path, RANDOM, matches=4)
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
+
+
+def test_kaggle_style_tic_tac_toe_agent_in_player_py_without_a_player_class(tmp_path):
+    (tmp_path / "player.py").write_text(KAGGLE_TIC_TAC_TOE)
+    result = duel("tic-tac-toe", tmp_path, RANDOM, matches=4)
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
+
+
+def test_a_module_with_neither_player_nor_agent_fails_to_start_with_a_clear_message(tmp_path):
+    (tmp_path / "main.py").write_text("def helper():\n    return 0\n")
+    result = duel("connect-four", tmp_path, RANDOM, matches=2)
+    assert result["player_1_errors"] == 2
+    assert "neither a Player class nor a Kaggle-style agent" in result["matches"][0]["error_msg"]
+
+
+def test_builder_accepts_a_main_py_only_zip(tmp_path):
+    archive = zip_files(tmp_path / "kaggle.zip", {"bot/main.py": (KAGGLE / "main.py").read_bytes()})
+    validated = validate_zip(archive)
+    assert [e.path for e in validated.entries] == ["main.py"]
+    built = build_submission(archive, backend="local", work_dir=tmp_path / "work")
+    assert built.ok, built.error
+    assert (Path(built.agent_ref) / "main.py").is_file()
+
+
+def test_builder_message_mentions_the_kaggle_entry_when_nothing_is_found(tmp_path):
+    archive = zip_files(tmp_path / "none.zip", {"agent.py": b"def agent(o, c):\n    return 0\n"})
+    built = build_submission(archive, backend="local", work_dir=tmp_path / "work")
+    assert not built.ok
+    assert built.error.startswith("player.py is missing") and "main.py" in built.error
+
+
+@pytest.mark.docker
+def test_an_image_built_from_a_kaggle_zip_plays_a_short_duel(agent_base_image, tmp_path):
+    archive = zip_files(tmp_path / "kaggle.zip", {"main.py": (KAGGLE / "main.py").read_bytes()})
+    built = build_submission(archive, backend="docker", work_dir=tmp_path / "work")
+    assert built.ok, f"{built.error}\n{built.log[-2000:]}"
+    result = duel("connect-four", built.agent_ref, built.agent_ref, matches=2, sandbox="docker")
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
+    assert all(m["num_moves"] >= 7 for m in result["matches"])

@@ -1,0 +1,1 @@
+"""Ladder matchmaking, ratings, tournament editions and leaderboards (see README.md)."""

@@ -1,0 +1,437 @@
+"""State changes owned by the tournament manager: ratings, ladder scheduling, tournament editions.
+
+Every function owns its transaction. Ratings of an environment change only under a row lock on its
+``Environment`` (``select_for_update``), so concurrent rating tasks serialise and no update is lost.
+
+Order: pending duels are applied by (finished time, id). Each batch stamps its duels' ``rated_at`` with
+a strictly increasing time per environment, so :func:`recompute_ratings` can replay every stored result
+in exactly the order it was rated - (rated_at, finished_at, id) - and reproduce the same numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Hashable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from core.actions import schedule_duel
+from core.actions.notifications import notify_tournament_finished
+from core.models import (
+    Competitor,
+    Duel,
+    Environment,
+    Match,
+    Rating,
+    RatingHistory,
+    Revision,
+    Tournament,
+    TournamentParticipant,
+)
+from tournament_manager import tie_fit
+from tournament_manager.editions import DuelOutcome, round_robin_pairs, standings
+from tournament_manager.ladder import DuelRecord, RatingState, apply_duel
+from tournament_manager.matchmaking import Candidate, MatchmakingPolicy, choose_pairs
+from tournament_manager.rating import Rater, Skill, get_rater
+
+log = logging.getLogger(__name__)
+
+#: Duel kinds whose results move ratings (challenges are friendly games).
+RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
+_ACTIVE_DUEL = (Duel.State.QUEUED, Duel.State.RUNNING)
+_DUEL_OUTCOME = {
+    Duel.Result.PLAYER_1_WIN: 1.0,
+    Duel.Result.PLAYER_2_WIN: 0.0,
+    Duel.Result.DRAW: 0.5,
+    Duel.Result.ERROR: None,
+}
+
+
+def get_environment_rater() -> Rater:
+    """The rater from settings ``TM_RATER`` (default ``"trueskill"``) and ``TM_RATER_PARAMS`` (dict)."""
+    return get_rater(getattr(settings, "TM_RATER", "trueskill"), **getattr(settings, "TM_RATER_PARAMS", {}))
+
+
+# --- ratings -------------------------------------------------------------------------------------------
+
+
+def _records(duels: list[dict[str, Any]]) -> list[DuelRecord]:
+    """DuelRecords (with their match results in play order) for duel value dicts; one query."""
+    results: dict[int, list[str]] = {d["pk"]: [] for d in duels}
+    rows = Match.objects.filter(duel_id__in=list(results)).order_by("duel_id", "index")
+    for duel_id, result in rows.values_list("duel_id", "result"):
+        results[duel_id].append(result)
+    return [
+        DuelRecord(
+            duel_id=d["pk"],
+            competitor_1=d["revision_1__competitor_id"],
+            revision_1=d["revision_1_id"],
+            competitor_2=d["revision_2__competitor_id"],
+            revision_2=d["revision_2_id"],
+            finished_at=d["finished_at"],
+            match_results=tuple(results[d["pk"]]) if d["kind"] in RATED_KINDS else (),
+        )
+        for d in duels
+    ]
+
+
+_DUEL_FIELDS = ("pk", "kind", "finished_at", "revision_1_id", "revision_2_id")
+_DUEL_FIELDS += ("revision_1__competitor_id", "revision_2__competitor_id")
+
+
+def _load_states(environment_id: int, competitor_ids: Iterable[Hashable]) -> dict[Hashable, Rating]:
+    """Existing Rating rows of these competitors, annotated with the revision their rating last saw."""
+    latest = RatingHistory.objects.filter(rating=OuterRef("pk"), duel__isnull=False).order_by("-id")
+    rows = Rating.objects.filter(
+        environment_id=environment_id, competitor_id__in=list(competitor_ids)
+    ).annotate(
+        last_competitor_1=Subquery(latest.values("duel__revision_1__competitor_id")[:1]),
+        last_revision_1=Subquery(latest.values("duel__revision_1_id")[:1]),
+        last_revision_2=Subquery(latest.values("duel__revision_2_id")[:1]),
+    )
+    return {r.competitor_id: r for r in rows}
+
+
+def _state_of(row: Rating) -> RatingState:
+    revision = row.last_revision_1 if row.last_competitor_1 == row.competitor_id else row.last_revision_2
+    return RatingState(
+        skill=Skill(row.mu, row.sigma),
+        matches=row.matches,
+        wins=row.wins,
+        draws=row.draws,
+        losses=row.losses,
+        errors=row.errors,
+        duels=row.duels,
+        last_played_at=row.last_played_at,
+        revision=revision,
+    )
+
+
+def _copy_into(row: Rating, state: RatingState) -> None:
+    row.set_skill(state.skill.mu, state.skill.sigma)
+    for f in ("matches", "wins", "draws", "losses", "errors", "duels", "last_played_at"):
+        setattr(row, f, getattr(state, f))
+
+
+def _apply_and_store(environment_id: int, records: list[DuelRecord], states: dict, rater: Rater) -> None:
+    """Apply ``records`` in order on ``states``; write Ratings and one RatingHistory per (rating, duel)."""
+    snapshots: list[tuple[Hashable, Hashable, Skill]] = []
+    for record in records:
+        if apply_duel(states, record, rater):
+            for c in (record.competitor_1, record.competitor_2):
+                snapshots.append((c, record.duel_id, states[c].skill))
+    rows = {
+        r.competitor_id: r
+        for r in Rating.objects.filter(environment_id=environment_id, competitor_id__in=list(states))
+    }
+    missing = [Rating(environment_id=environment_id, competitor_id=c) for c in states if c not in rows]
+    for row in Rating.objects.bulk_create(missing):
+        rows[row.competitor_id] = row
+    now = timezone.now()
+    for c, state in states.items():
+        _copy_into(rows[c], state)
+        rows[c].updated_at = now
+    fields = ["mu", "sigma", "skill", "matches", "wins", "draws", "losses", "errors", "duels"]
+    Rating.objects.bulk_update(list(rows.values()), [*fields, "last_played_at", "updated_at"], batch_size=500)
+    RatingHistory.objects.bulk_create(
+        [RatingHistory(rating=rows[c], duel_id=d, mu=s.mu, sigma=s.sigma) for c, d, s in snapshots],
+        batch_size=1000,
+    )
+
+
+def _next_stamp(environment_id: int) -> datetime:
+    """A ``rated_at`` later than every earlier one of this environment (clocks may disagree)."""
+    last = Duel.objects.filter(environment_id=environment_id, rated=True).aggregate(m=Max("rated_at"))["m"]
+    now = timezone.now()
+    return now if last is None or now > last else last + timedelta(microseconds=1)
+
+
+def rate_pending_duels(environment_id: int) -> int:
+    """Apply every FINISHED, unrated duel of the environment to its ratings; returns how many were rated.
+
+    Runs under the environment's row lock; duels are applied by (finished_at, id) and marked rated in the
+    same transaction, so running it twice, or concurrently, rates each duel exactly once.
+    """
+    rater = get_environment_rater()
+    with transaction.atomic():
+        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        duels = list(
+            Duel.objects.filter(environment_id=environment_id, state=Duel.State.FINISHED, rated=False)
+            .order_by("finished_at", "pk")
+            .values(*_DUEL_FIELDS)
+        )
+        if not duels:
+            return 0
+        records = _records(duels)
+        competitors = {c for r in records for c in (r.competitor_1, r.competitor_2)}
+        states = {c: _state_of(row) for c, row in _load_states(environment_id, competitors).items()}
+        _apply_and_store(environment_id, records, states, rater)
+        stamp = _next_stamp(environment_id)
+        Duel.objects.filter(pk__in=[d["pk"] for d in duels]).update(rated=True, rated_at=stamp)
+        tournaments = set(
+            Duel.objects.filter(pk__in=[d["pk"] for d in duels], tournament__isnull=False).values_list(
+                "tournament_id", flat=True
+            )
+        )
+    for tournament_id in sorted(tournaments):
+        update_tournament_progress(tournament_id)
+    log.info("rated %d duel(s) of environment %s", len(duels), environment_id)
+    return len(duels)
+
+
+def recompute_ratings(environment_id: int) -> int:
+    """Rebuild every rating of the environment from the stored results; returns the duels replayed.
+
+    Replays rated duels in the order they were rated, then any pending ones (which it marks rated),
+    so the result equals what incremental rating produced (or would produce).
+    """
+    rater = get_environment_rater()
+    with transaction.atomic():
+        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        finished = Duel.objects.filter(environment_id=environment_id, state=Duel.State.FINISHED)
+        rated = list(
+            finished.filter(rated=True).order_by("rated_at", "finished_at", "pk").values(*_DUEL_FIELDS)
+        )
+        pending = list(finished.filter(rated=False).order_by("finished_at", "pk").values(*_DUEL_FIELDS))
+        RatingHistory.objects.filter(rating__environment_id=environment_id).delete()
+        initial = rater.initial()
+        Rating.objects.filter(environment_id=environment_id).update(
+            mu=initial.mu,
+            sigma=initial.sigma,
+            skill=initial.conservative,
+            matches=0,
+            wins=0,
+            draws=0,
+            losses=0,
+            errors=0,
+            duels=0,
+            last_played_at=None,
+        )
+        states: dict[Hashable, RatingState] = {}
+        _apply_and_store(environment_id, _records(rated + pending), states, rater)
+        if pending:
+            stamp = _next_stamp(environment_id)
+            Duel.objects.filter(pk__in=[d["pk"] for d in pending]).update(rated=True, rated_at=stamp)
+    tie_fit.request_refresh(environment_id)
+    return len(rated) + len(pending)
+
+
+# --- ladder matchmaking --------------------------------------------------------------------------------
+
+
+def ladder_policy() -> MatchmakingPolicy:
+    """The matchmaking policy from settings ``TM_PLACEMENT_MATCHES``, ``TM_RANDOM_SHARE``, ``TM_NEIGHBOURS``,
+    ``TM_MAX_IN_FLIGHT`` and ``TM_IDLE_AFTER_SECONDS`` (defaults: :class:`MatchmakingPolicy`'s)."""
+    default = MatchmakingPolicy()
+    return MatchmakingPolicy(
+        placement_matches=getattr(settings, "TM_PLACEMENT_MATCHES", default.placement_matches),
+        random_share=getattr(settings, "TM_RANDOM_SHARE", default.random_share),
+        neighbours=getattr(settings, "TM_NEIGHBOURS", default.neighbours),
+        max_in_flight=getattr(settings, "TM_MAX_IN_FLIGHT", default.max_in_flight),
+        idle_after=timedelta(
+            seconds=getattr(settings, "TM_IDLE_AFTER_SECONDS", default.idle_after.total_seconds())
+        ),
+    )
+
+
+def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[tuple[Candidate, int]]:
+    """Every active competitor with an eligible current revision, as (Candidate, current revision id).
+
+    A competitor whose rating last saw an older revision is presented with its uncertainty reset and no
+    matches, so its new revision goes through placement.
+    """
+    rater = rater or get_environment_rater()
+    competitors = list(
+        Competitor.objects.filter(
+            environment_id=environment_id,
+            status=Competitor.Status.ACTIVE,
+            current_revision__state=Revision.State.ELIGIBLE,
+        ).values("pk", "current_revision_id", "status")
+    )
+    ids = [c["pk"] for c in competitors]
+    ratings = _load_states(environment_id, ids)
+    active = Duel.objects.filter(environment_id=environment_id, state__in=_ACTIVE_DUEL)
+    in_flight: dict[int, int] = dict.fromkeys(ids, 0)
+    for field in ("revision_1__competitor_id", "revision_2__competitor_id"):
+        for cid, n in active.values_list(field).annotate(n=Count("pk")).order_by():
+            if cid in in_flight:
+                in_flight[cid] += n
+    out = []
+    for c in competitors:
+        row = ratings.get(c["pk"])
+        if row is None:
+            skill, matches, last = rater.initial(), 0, None
+        else:
+            state = _state_of(row)
+            skill, matches, last = state.skill, state.matches, state.last_played_at
+            if state.revision is not None and state.revision != c["current_revision_id"]:
+                skill, matches = rater.reset_uncertainty(skill), 0
+        out.append((Candidate(c["pk"], skill, matches, last, in_flight[c["pk"]]), c["current_revision_id"]))
+    return out
+
+
+def ladder_queue_target() -> int:
+    """How many ladder duels each environment keeps queued or running (``TM_LADDER_QUEUE_TARGET``)."""
+    default = 2 * getattr(settings, "CELERY_WORKER_CONCURRENCY", 2)
+    return int(getattr(settings, "TM_LADDER_QUEUE_TARGET", default))
+
+
+def matchmake(
+    environment_id: int, rng: random.Random | None = None, batch_size: int | None = None
+) -> list[Duel]:
+    """Schedule a batch of disjoint ladder duels so the environment has its target number in flight.
+
+    Runs under the environment's row lock so two matchmaking runs never double-book a competitor.
+    """
+    rng = rng or random.Random()
+    rater = get_environment_rater()
+    created: list[Duel] = []
+    with transaction.atomic():
+        env = Environment.objects.select_for_update().get(pk=environment_id)
+        if not env.is_active:
+            return []
+        if batch_size is None:
+            busy = Duel.objects.filter(
+                environment_id=environment_id, kind=Duel.Kind.LADDER, state__in=_ACTIVE_DUEL
+            )
+            batch_size = max(0, ladder_queue_target() - busy.count())
+        if batch_size == 0:
+            return []
+        cands = ladder_candidates(environment_id, rater)
+        revision_of = {c.id: rev for c, rev in cands}
+        pairs = choose_pairs([c for c, _ in cands], batch_size, rater, rng, timezone.now(), ladder_policy())
+        for a, b in pairs:
+            first, second = (a, b) if rng.random() < 0.5 else (b, a)
+            created.append(schedule_duel(revision_of[first], revision_of[second], kind=Duel.Kind.LADDER))
+    return created
+
+
+# --- tournament editions -------------------------------------------------------------------------------
+
+
+def eligible_revisions(environment_id: int) -> list[int]:
+    """Current ELIGIBLE revisions of the environment's active competitors, sorted by id."""
+    return sorted(
+        Competitor.objects.filter(
+            environment_id=environment_id,
+            status=Competitor.Status.ACTIVE,
+            current_revision__state=Revision.State.ELIGIBLE,
+        ).values_list("current_revision_id", flat=True)
+    )
+
+
+def start_tournament(environment_id: int, revision_ids: list[int] | None = None) -> Tournament | None:
+    """Start the next edition: a round robin over ``revision_ids`` (default: :func:`eligible_revisions`).
+
+    Returns ``None`` (and creates nothing) when fewer than two revisions would take part.
+    """
+    with transaction.atomic():
+        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        revisions = sorted(revision_ids if revision_ids is not None else eligible_revisions(environment_id))
+        if len(revisions) < 2:
+            return None
+        last = Tournament.objects.filter(environment_id=environment_id).aggregate(m=Max("edition"))["m"] or 0
+        pairs = round_robin_pairs(revisions)
+        tournament = Tournament.objects.create(
+            environment_id=environment_id,
+            edition=last + 1,
+            state=Tournament.State.RUNNING,
+            duels_total=len(pairs),
+            started_at=timezone.now(),
+        )
+        TournamentParticipant.objects.bulk_create(
+            [TournamentParticipant(tournament=tournament, revision_id=r) for r in revisions]
+        )
+        for a, b in pairs:
+            schedule_duel(a, b, kind=Duel.Kind.TOURNAMENT, tournament=tournament)
+    log.info("started tournament %s edition %d (%d duels)", environment_id, tournament.edition, len(pairs))
+    return tournament
+
+
+def update_tournament_progress(tournament_id: int) -> Tournament:
+    """Recompute the edition's standings from its finished duels; FINISHED once no duel is left to run."""
+    with transaction.atomic():
+        tournament = Tournament.objects.select_for_update().get(pk=tournament_id)
+        duels = list(
+            Duel.objects.filter(tournament_id=tournament_id).values(
+                "state", "result", "revision_1_id", "revision_2_id", "player_1_score", "player_2_score"
+            )
+        )
+        participants = {p.revision_id: p for p in tournament.participants.all()}
+        outcomes = [
+            DuelOutcome(
+                d["revision_1_id"],
+                d["revision_2_id"],
+                _DUEL_OUTCOME.get(d["result"]),
+                d["player_1_score"] or 0.0,
+                d["player_2_score"] or 0.0,
+            )
+            for d in duels
+            if d["state"] == Duel.State.FINISHED
+        ]
+        for line in standings(list(participants), outcomes):
+            p = participants[line.id]
+            p.points, p.wins, p.draws, p.losses = line.points, line.wins, line.draws, line.losses
+            p.errors, p.score, p.rank = line.errors, line.score, line.rank
+        TournamentParticipant.objects.bulk_update(
+            list(participants.values()), ["points", "wins", "draws", "losses", "errors", "score", "rank"]
+        )
+        tournament.duels_finished = sum(d["state"] == Duel.State.FINISHED for d in duels)
+        tournament.duels_failed = sum(d["state"] == Duel.State.FAILED for d in duels)
+        fields = ["duels_finished", "duels_failed"]
+        done = all(d["state"] not in _ACTIVE_DUEL for d in duels)
+        if tournament.state == Tournament.State.RUNNING and done:
+            tournament.state = Tournament.State.FINISHED
+            tournament.finished_at = timezone.now()
+            fields += ["state", "finished_at"]
+        tournament.save(update_fields=fields)
+        if "state" in fields:
+            notify_tournament_finished(tournament)
+    return tournament
+
+
+def check_editions(environment_id: int) -> Tournament | None:
+    """Start a new edition when the set of eligible revisions differs from the latest edition's (and no
+    edition is running). Returns the new edition, if any."""
+    with transaction.atomic():
+        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        latest = Tournament.objects.filter(environment_id=environment_id).order_by("-edition").first()
+        if latest is not None and latest.state in (Tournament.State.PENDING, Tournament.State.RUNNING):
+            return None
+        current = eligible_revisions(environment_id)
+        if latest is not None:
+            previous = sorted(latest.participants.values_list("revision_id", flat=True))
+            if previous == current:
+                return None
+        if len(current) < 2:
+            return None
+        return start_tournament(environment_id, current)
+
+
+def running_tournaments() -> list[int]:
+    """Ids of editions still RUNNING."""
+    return list(Tournament.objects.filter(state=Tournament.State.RUNNING).values_list("pk", flat=True))
+
+
+def active_environments() -> list[int]:
+    """Ids of active environments with at least two playable competitors."""
+    return list(
+        Environment.objects.filter(is_active=True)
+        .annotate(
+            playable=Count(
+                "competitors",
+                filter=Q(
+                    competitors__status=Competitor.Status.ACTIVE,
+                    competitors__current_revision__state=Revision.State.ELIGIBLE,
+                ),
+            )
+        )
+        .filter(playable__gte=2)
+        .values_list("pk", flat=True)
+    )

@@ -1,0 +1,1 @@
+"""The web platform: pages, forms, the JSON API and the ``rl-arena`` command-line client."""

@@ -1,0 +1,43 @@
+"""State changes of accounts: sign-up, profile, API token.
+
+These belong with the other actions in ``core.actions`` (which had none for accounts when the web app was
+written); they follow the same rules: one function per change, owning its transaction.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+User = get_user_model()
+
+
+def register_user(
+    email: str, password: str, display_name: str = "", team: str = "", github: str = ""
+) -> User:
+    """Create a regular (non-staff) account; the e-mail address is stored lower-cased."""
+    with transaction.atomic():
+        return User.objects.create_user(
+            email=email, password=password, display_name=display_name, team=team, github=github
+        )
+
+
+def update_profile(
+    user: User, display_name: str, team: str, github: str, email_notifications: bool | None = None
+) -> User:
+    """Change the public profile fields of ``user`` (and, when given, whether notifications are mailed)."""
+    extra = {} if email_notifications is None else {"email_notifications": email_notifications}
+    with transaction.atomic():
+        User.objects.filter(pk=user.pk).update(display_name=display_name, team=team, github=github, **extra)
+        user.display_name, user.team, user.github = display_name, team, github
+        if email_notifications is not None:
+            user.email_notifications = email_notifications
+    return user
+
+
+def issue_api_token(user: User) -> str:
+    """The user's API token, created on first use."""
+    with transaction.atomic():
+        token, _ = Token.objects.get_or_create(user=user)
+    return token.key

@@ -1,0 +1,1 @@
+"""The JSON API (Django REST framework), described by the OpenAPI schema at ``/api/schema/``."""

@@ -1,0 +1,314 @@
+"""JSON shapes of the API. Read serializers expect their querysets to have the joins already made."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from core.models import Competitor, Duel, Environment, Match, Revision
+from tournament_manager.leaderboard import LeaderboardRow
+from web.queries import can_see_private
+
+
+def _absolute(context: dict, url: str) -> str:
+    request = context.get("request")
+    return request.build_absolute_uri(url) if request is not None else url
+
+
+class EnvironmentSerializer(serializers.ModelSerializer):
+    """A game and its limits."""
+
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Environment
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "matches_per_duel",
+            "smoke_test_matches",
+            "move_time_limit",
+            "init_time_limit",
+            "memory_limit_mb",
+            "cpu_limit",
+            "url",
+        ]
+
+    def get_url(self, obj: Environment) -> str:
+        """The game's page."""
+        return _absolute(self.context, reverse("web:game", args=[obj.slug]))
+
+
+class LeaderboardEntrySerializer(serializers.Serializer):
+    """One ranked competitor: conservative skill = mu - 3 sigma; equal ranks are statistical ties."""
+
+    rank = serializers.IntegerField()
+    competitor_id = serializers.IntegerField()
+    competitor = serializers.CharField()
+    owner = serializers.CharField()
+    version = serializers.IntegerField(allow_null=True)
+    is_paused = serializers.BooleanField()
+    conservative_skill = serializers.FloatField(source="skill")
+    mu = serializers.FloatField()
+    sigma = serializers.FloatField()
+    matches = serializers.IntegerField()
+    wins = serializers.IntegerField()
+    draws = serializers.IntegerField()
+    losses = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    last_played_at = serializers.DateTimeField(allow_null=True)
+    bradley_terry = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_bradley_terry(self, row: LeaderboardRow) -> dict | None:
+        """Strength and its 95 % bootstrap interval, when the competitor has rated matches."""
+        if row.bt_strength is None:
+            return None
+        return {"strength": row.bt_strength, "lower": row.bt_lower, "upper": row.bt_upper}
+
+
+class RevisionSerializer(serializers.ModelSerializer):
+    """A revision's state; the failure reason only for its owner and staff."""
+
+    competitor_id = serializers.IntegerField(read_only=True)
+    competitor = serializers.CharField(source="competitor.name", read_only=True)
+    environment = serializers.CharField(source="competitor.environment.slug", read_only=True)
+    failure = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+    source_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Revision
+        fields = [
+            "id",
+            "competitor_id",
+            "competitor",
+            "environment",
+            "version",
+            "state",
+            "is_public",
+            "publish_state",
+            "zip_size",
+            "created_at",
+            "built_at",
+            "tested_at",
+            "failure",
+            "url",
+            "source_url",
+        ]
+
+    def _private(self, obj: Revision) -> bool:
+        request = self.context.get("request")
+        return can_see_private(getattr(request, "user", None), obj.competitor.owner_id)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_failure(self, obj: Revision) -> str | None:
+        """Why it failed (owner and staff only)."""
+        return obj.error_message or None if self._private(obj) else None
+
+    def get_url(self, obj: Revision) -> str:
+        """The revision's page (live progress, logs)."""
+        return _absolute(self.context, reverse("web:revision", args=[obj.pk]))
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_source_url(self, obj: Revision) -> str | None:
+        """Download link of the zip, when the caller may download it."""
+        if obj.is_public or self._private(obj):
+            return _absolute(self.context, reverse("web:revision-download", args=[obj.pk]))
+        return None
+
+
+class RevisionUploadSerializer(serializers.Serializer):
+    """Upload a zip holding ``player.py``; the competitor is created on its first upload."""
+
+    environment = serializers.SlugField(help_text="Game slug, e.g. connect-four.")
+    competitor_name = serializers.CharField(max_length=64)
+    file = serializers.FileField(help_text="The agent zip.")
+    is_public = serializers.BooleanField(default=False, help_text="Publish the source.")
+
+
+class RevisionLogsSerializer(serializers.Serializer):
+    """Build and smoke-test output of a revision (owner and staff only)."""
+
+    revision = serializers.IntegerField()
+    state = serializers.CharField()
+    build_state = serializers.CharField(allow_null=True)
+    build_error = serializers.CharField(allow_blank=True)
+    build_log = serializers.CharField(allow_blank=True)
+    smoke_test_state = serializers.CharField(allow_null=True)
+    smoke_test_reason = serializers.CharField(allow_blank=True)
+    smoke_test_log = serializers.CharField(allow_blank=True)
+
+
+class RevisionBriefSerializer(serializers.ModelSerializer):
+    """Id, version and state."""
+
+    class Meta:
+        model = Revision
+        fields = ["id", "version", "state"]
+
+
+class CompetitorSerializer(serializers.ModelSerializer):
+    """A competitor with its latest revision and rating."""
+
+    environment = serializers.CharField(source="environment.slug")
+    owner = serializers.CharField(source="owner.public_name")
+    current_version = serializers.IntegerField(
+        source="current_revision.version", allow_null=True, default=None
+    )
+    latest_revision = serializers.SerializerMethodField()
+    rating = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Competitor
+        fields = [
+            "id",
+            "name",
+            "environment",
+            "owner",
+            "is_public",
+            "status",
+            "current_version",
+            "latest_revision",
+            "rating",
+            "created_at",
+            "url",
+        ]
+
+    @extend_schema_field(RevisionBriefSerializer(allow_null=True))
+    def get_latest_revision(self, obj: Competitor) -> dict | None:
+        """The newest upload (from the pre-fetched ``latest`` list)."""
+        revisions = getattr(obj, "latest", None)
+        return RevisionBriefSerializer(revisions[0]).data if revisions else None
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_rating(self, obj: Competitor) -> dict | None:
+        """mu, sigma and conservative skill (from the pre-fetched ratings)."""
+        ratings = list(obj.ratings.all())
+        if not ratings:
+            return None
+        r = ratings[0]
+        return {"mu": r.mu, "sigma": r.sigma, "conservative": r.skill, "matches": r.matches}
+
+    def get_url(self, obj: Competitor) -> str:
+        """The competitor's page."""
+        return _absolute(self.context, reverse("web:competitor", args=[obj.pk]))
+
+
+class DuelPlayerSerializer(serializers.ModelSerializer):
+    """One side of a duel."""
+
+    competitor_id = serializers.IntegerField()
+    competitor = serializers.CharField(source="competitor.name")
+    owner = serializers.CharField(source="competitor.owner.public_name")
+
+    class Meta:
+        model = Revision
+        fields = ["id", "version", "competitor_id", "competitor", "owner"]
+
+
+class MatchBriefSerializer(serializers.ModelSerializer):
+    """A match without its states (see the replay endpoint)."""
+
+    replay_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Match
+        fields = [
+            "id",
+            "index",
+            "result",
+            "error_kind",
+            "error_msg",
+            "first_player",
+            "player_1_score",
+            "player_2_score",
+            "replay_url",
+        ]
+
+    def get_replay_url(self, obj: Match) -> str:
+        """The replay JSON."""
+        return _absolute(self.context, reverse("web:api:match-replay", args=[obj.pk]))
+
+
+class DuelSerializer(serializers.ModelSerializer):
+    """A duel's summary (the duel JSON's top-level fields)."""
+
+    environment = serializers.CharField(source="environment.slug")
+    player_1 = DuelPlayerSerializer(source="revision_1")
+    player_2 = DuelPlayerSerializer(source="revision_2")
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Duel
+        fields = [
+            "id",
+            "environment",
+            "kind",
+            "state",
+            "result",
+            "player_1",
+            "player_2",
+            "num_matches",
+            "player_1_wins",
+            "player_2_wins",
+            "draws",
+            "player_1_errors",
+            "player_2_errors",
+            "other_errors",
+            "player_1_score",
+            "player_2_score",
+            "created_at",
+            "finished_at",
+            "url",
+        ]
+
+    def get_url(self, obj: Duel) -> str:
+        """The duel's page."""
+        return _absolute(self.context, reverse("web:duel", args=[obj.pk]))
+
+
+class DuelDetailSerializer(DuelSerializer):
+    """A duel with its matches."""
+
+    matches = MatchBriefSerializer(many=True, read_only=True)
+    error_msg = serializers.CharField()
+
+    class Meta(DuelSerializer.Meta):
+        fields = [*DuelSerializer.Meta.fields, "error_msg", "matches"]
+
+
+class ReplaySerializer(serializers.Serializer):
+    """Everything needed to replay a match: the states after each step, actions and move times."""
+
+    match = serializers.IntegerField()
+    duel = serializers.IntegerField()
+    index = serializers.IntegerField()
+    environment = serializers.CharField()
+    players = serializers.ListField(child=serializers.CharField())
+    seats = serializers.ListField(child=serializers.CharField(), help_text="Names by seat (seat 0 first).")
+    first_player = serializers.CharField()
+    result = serializers.CharField()
+    error_kind = serializers.CharField(allow_blank=True)
+    error_msg = serializers.CharField(allow_blank=True)
+    player_1_score = serializers.FloatField()
+    player_2_score = serializers.FloatField()
+    states = serializers.ListField(child=serializers.JSONField())
+    actions = serializers.ListField(child=serializers.JSONField())
+    move_times = serializers.ListField(child=serializers.FloatField(allow_null=True))
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    """E-mail and password."""
+
+    email = serializers.EmailField()
+    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+
+
+class TokenSerializer(serializers.Serializer):
+    """An API token: send it as ``Authorization: Token <token>``."""
+
+    token = serializers.CharField()

@@ -1,0 +1,28 @@
+"""API routes (namespace ``web:api``) and the OpenAPI schema."""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from web.api import challenges, records, views
+
+app_name = "api"
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("auth/token/", views.ObtainToken.as_view(), name="token"),
+    path("environments/", views.EnvironmentList.as_view(), name="environment-list"),
+    path("environments/<slug:slug>/", views.EnvironmentDetail.as_view(), name="environment-detail"),
+    path("environments/<slug:slug>/leaderboard/", views.Leaderboard.as_view(), name="leaderboard"),
+    path("environments/<slug:slug>/records/", records.Records.as_view(), name="records"),
+    path("competitors/", views.CompetitorList.as_view(), name="competitor-list"),
+    path("competitors/<int:pk>/", views.CompetitorDetail.as_view(), name="competitor-detail"),
+    path("revisions/", views.RevisionListCreate.as_view(), name="revision-list"),
+    path("revisions/<int:pk>/", views.RevisionDetail.as_view(), name="revision-detail"),
+    path("revisions/<int:pk>/logs/", views.RevisionLogs.as_view(), name="revision-logs"),
+    path("duels/", views.DuelList.as_view(), name="duel-list"),
+    path("challenges/", challenges.Challenges.as_view(), name="challenge-list"),
+    path("duels/<int:pk>/", views.DuelDetail.as_view(), name="duel-detail"),
+    path("matches/<int:pk>/replay/", views.MatchReplay.as_view(), name="match-replay"),
+]

@@ -1,0 +1,1 @@
+"""``rl-arena``: a command-line client for the RL Arena JSON API, written with the standard library only."""

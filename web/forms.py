@@ -1,0 +1,131 @@
+"""Forms: they validate input only. Saving is done by ``core.actions`` called from the views."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.files.uploadedfile import UploadedFile
+
+from core.models import Competitor, Environment
+from core.models.competitor import NAME_VALIDATOR
+
+User = get_user_model()
+
+
+class SignupForm(forms.Form):
+    """A new account: e-mail (the login), password twice, and the public profile."""
+
+    email = forms.EmailField(label="E-mail address", widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    display_name = forms.CharField(
+        max_length=80, required=False, help_text="Shown on leaderboards instead of your e-mail address."
+    )
+    team = forms.CharField(max_length=80, required=False)
+    github = forms.CharField(max_length=39, required=False, label="GitHub user name")
+    password1 = forms.CharField(
+        label="Password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+    password2 = forms.CharField(
+        label="Password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean_email(self) -> str:
+        """Lower-cased, and not already registered."""
+        email = self.cleaned_data["email"].strip().lower()
+        if User.objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError("An account with this e-mail address already exists.")
+        return email
+
+    def clean(self) -> dict:
+        """Both passwords match and pass the configured validators."""
+        data = super().clean()
+        p1, p2 = data.get("password1"), data.get("password2")
+        if p1 and p2 and p1 != p2:
+            self.add_error("password2", "The two passwords differ.")
+        elif p1:
+            probe = User(email=data.get("email") or "", display_name=data.get("display_name") or "")
+            try:
+                password_validation.validate_password(p1, probe)
+            except forms.ValidationError as exc:
+                self.add_error("password1", exc)
+        return data
+
+
+class LoginForm(AuthenticationForm):
+    """Log in with e-mail and password."""
+
+    username = forms.EmailField(
+        label="E-mail address", widget=forms.EmailInput(attrs={"autofocus": True, "autocomplete": "email"})
+    )
+
+
+class ProfileForm(forms.Form):
+    """The public profile of the logged-in user."""
+
+    display_name = forms.CharField(
+        max_length=80, required=False, help_text="Shown on leaderboards instead of your e-mail address."
+    )
+    team = forms.CharField(max_length=80, required=False)
+    github = forms.RegexField(
+        regex=r"^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$",
+        max_length=39,
+        required=False,
+        label="GitHub user name",
+        error_messages={"invalid": "Not a valid GitHub user name."},
+    )
+    email_notifications = forms.BooleanField(
+        required=False,
+        label="E-mail me notifications",
+        help_text="Failed revisions, paused competitors, finished tournaments (always shown on the site).",
+    )
+
+
+class UploadForm(forms.Form):
+    """A zip holding ``player.py``: a new competitor, or a new revision of one of yours (same name)."""
+
+    environment = forms.ModelChoiceField(
+        queryset=Environment.objects.filter(is_active=True).order_by("name"),
+        to_field_name="slug",
+        empty_label=None,
+        label="Game",
+    )
+    name = forms.CharField(
+        max_length=64,
+        validators=[NAME_VALIDATOR],
+        label="Competitor name",
+        help_text="A new name creates a competitor; one of your existing names adds a revision to it.",
+        widget=forms.TextInput(attrs={"list": "my-names", "autocomplete": "off"}),
+    )
+    file = forms.FileField(
+        label="Agent zip",
+        help_text="A .zip with player.py at its top (and optionally requirements.txt and data files).",
+        widget=forms.ClearableFileInput(attrs={"accept": ".zip,application/zip"}),
+    )
+    is_public = forms.BooleanField(
+        required=False,
+        label="Publish the source",
+        help_text="Public sources can be downloaded by anyone and are pushed to the public repository.",
+    )
+
+    def clean_file(self) -> UploadedFile:
+        """Reject obviously wrong files before anything is stored (the builder checks the contents)."""
+        upload: UploadedFile = self.cleaned_data["file"]
+        cap = settings.SUBMISSION_MAX_BYTES
+        if upload.size > cap:
+            raise forms.ValidationError(f"The file is larger than the {cap // (1024 * 1024)} MB limit.")
+        head = upload.read(4)
+        upload.seek(0)
+        if head[:2] != b"PK":
+            raise forms.ValidationError("This is not a zip file (zip files start with 'PK').")
+        return upload
+
+
+def my_competitor_names(user: User, environment: Environment | None = None) -> list[str]:
+    """Names of the user's competitors (optionally in one game), for the upload page's suggestions."""
+    qs = Competitor.objects.filter(owner=user)
+    if environment is not None:
+        qs = qs.filter(environment=environment)
+    return list(qs.order_by("name").values_list("name", flat=True))

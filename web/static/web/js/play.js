@@ -1,0 +1,133 @@
+/*
+ * RL Arena live play: draws the current state with the game's renderer, sends the person's clicks to
+ * the server (which checks them with the game's rules) and polls for the agent's reply until the game
+ * ends; then shows the replay. Markup: <div data-play data-game data-state-url data-move-url
+ * data-player> plus a <script type="application/json" id="play-data"> holding the first state.
+ */
+(function () {
+  "use strict";
+
+  var POLL_MS = 400;
+
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function Play(root) {
+    this.root = root;
+    this.slug = root.getAttribute("data-game");
+    this.stateUrl = root.getAttribute("data-state-url");
+    this.moveUrl = root.getAttribute("data-move-url");
+    this.isPlayer = root.getAttribute("data-player") === "1";
+    this.board = root.querySelector("[data-testid=play-board]");
+    this.status = root.querySelector("[data-testid=play-status]");
+    this.error = root.querySelector("[data-testid=play-error]");
+    this.agentError = root.querySelector("[data-testid=play-agent-error]");
+    this.sending = false;
+    this.timer = null;
+    this.data = JSON.parse(document.getElementById("play-data").textContent);
+    this.draw();
+    this.schedule();
+  }
+
+  Play.prototype.statusText = function (d) {
+    if (d.status === "QUEUED") return "Starting the agent…";
+    if (d.status === "FINISHED") return "Game over: " + d.result_display + ".";
+    if (d.your_turn) return "Your move.";
+    if (this.isPlayer) return "The agent is thinking…";
+    return "Playing (move " + (d.moves + 1) + ").";
+  };
+
+  Play.prototype.draw = function () {
+    var d = this.data;
+    var self = this;
+    var options = { players: d.players, first_player: d.first_player };
+    if (d.your_turn && !this.sending) options.onAction = function (a) { self.move(a); };
+    var render = (window.RLArenaRenderers || {})[this.slug];
+    if (typeof render === "function") render(this.board, d.state, options);
+    else this.board.textContent = JSON.stringify(d.state);
+    this.board.setAttribute("data-moves", String(d.moves));
+    this.board.setAttribute("data-your-turn", d.your_turn ? "1" : "0");
+    this.status.textContent = this.statusText(d);
+    this.root.setAttribute("data-status", d.status);
+    this.root.setAttribute("data-result", d.result || "");
+    if (d.error_msg) {
+      this.agentError.textContent = d.error_msg;
+      this.agentError.hidden = false;
+    }
+    if (d.status === "FINISHED") this.showReplay();
+  };
+
+  Play.prototype.showError = function (text) {
+    this.error.textContent = text;
+    this.error.hidden = !text;
+  };
+
+  Play.prototype.schedule = function () {
+    var self = this;
+    if (this.timer) window.clearTimeout(this.timer);
+    if (this.data.status === "FINISHED") return;
+    this.timer = window.setTimeout(function () { self.poll(); }, POLL_MS);
+  };
+
+  Play.prototype.update = function (d) {
+    var changed = d.moves !== this.data.moves || d.status !== this.data.status;
+    this.data = d;
+    if (changed) this.draw();
+  };
+
+  Play.prototype.poll = function () {
+    var self = this;
+    if (this.sending) { this.schedule(); return; }
+    fetch(this.stateUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (d) { if (d && !self.sending) self.update(d); })
+      .catch(function () { /* network blip: try again */ })
+      .then(function () { self.schedule(); });
+  };
+
+  Play.prototype.move = function (action) {
+    var self = this;
+    if (this.sending) return;
+    this.sending = true;
+    this.showError("");
+    this.draw();
+    fetch(this.moveUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      body: JSON.stringify({ action: action })
+    })
+      .then(function (r) { return r.json().then(function (body) { return { ok: r.ok, body: body }; }); })
+      .then(function (res) {
+        self.sending = false;
+        if (res.ok) { self.data = res.body; self.draw(); } else { self.showError(res.body.error || "Move refused."); self.draw(); }
+      })
+      .catch(function () { self.sending = false; self.showError("Could not send the move; try again."); self.draw(); })
+      .then(function () { self.schedule(); });
+  };
+
+  Play.prototype.showReplay = function () {
+    if (this.replayShown || !(this.data.states || []).length) return;
+    this.replayShown = true;
+    var card = document.querySelector("[data-testid=play-replay-card]");
+    var script = document.createElement("script");
+    script.type = "application/json";
+    script.id = "play-replay-data";
+    script.textContent = JSON.stringify(this.data);
+    document.body.appendChild(script);
+    card.hidden = false;
+    new window.RLArenaReplay(card.querySelector(".replay"));
+  };
+
+  function init() {
+    var roots = document.querySelectorAll("[data-play]");
+    for (var i = 0; i < roots.length; i++) roots[i].rlPlay = new Play(roots[i]);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,106 @@
+"""Accounts: sign up, log in with e-mail (rate-limited), log out, profile, password change and reset."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_http_methods
+
+from web import account_actions as actions
+from web import ratelimit
+from web.forms import LoginForm, ProfileForm, SignupForm
+
+TOO_MANY = "Too many attempts. Please wait a few minutes and try again."
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    """Create an account and log in."""
+    if request.user.is_authenticated:
+        return redirect("web:home")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST":
+        if not ratelimit.allow("signup", ratelimit.client_ip(request)):
+            form.add_error(None, TOO_MANY)
+        elif form.is_valid():
+            data = form.cleaned_data
+            user = actions.register_user(
+                email=data["email"],
+                password=data["password1"],
+                display_name=data["display_name"],
+                team=data["team"],
+                github=data["github"],
+            )
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome to RL Arena! Upload your first agent below.")
+            return redirect("web:upload")
+    return render(request, "web/accounts/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+class RateLimitedLoginView(auth_views.LoginView):
+    """Django's login view, refusing more than a few attempts per address and per account."""
+
+    template_name = "web/accounts/login.html"
+    authentication_form = LoginForm
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        """Count the attempt, then log in as usual."""
+        email = (request.POST.get("username") or "").strip().lower()
+        if not ratelimit.allow("login", ratelimit.client_ip(request), email and f"account:{email}"):
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(None, TOO_MANY)
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
+
+
+class RateLimitedPasswordResetView(auth_views.PasswordResetView):
+    """Send a reset link (to the console in development), a few times an hour per address at most."""
+
+    template_name = "web/accounts/password_reset.html"
+    email_template_name = "web/accounts/password_reset_email.txt"
+    subject_template_name = "web/accounts/password_reset_subject.txt"
+    success_url = reverse_lazy("web:password_reset_done")
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        """Count the attempt, then send as usual."""
+        if not ratelimit.allow("password_reset", ratelimit.client_ip(request)):
+            form = self.get_form()
+            form.add_error(None, TOO_MANY)
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request: HttpRequest) -> HttpResponse:
+    """Edit display name, team and GitHub handle; list my competitors."""
+    user = request.user
+    initial = {
+        "display_name": user.display_name,
+        "team": user.team,
+        "github": user.github,
+        "email_notifications": user.email_notifications,
+    }
+    form = ProfileForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        actions.update_profile(user, **form.cleaned_data)
+        messages.success(request, "Profile saved.")
+        return HttpResponseRedirect(request.path)
+    competitors = (
+        user.competitors.select_related("environment", "current_revision")
+        .order_by("environment__name", "name")
+        .all()
+    )
+    return render(
+        request,
+        "web/accounts/profile.html",
+        {"form": form, "competitors": competitors},
+        status=400 if form.errors else 200,
+    )

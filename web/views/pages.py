@@ -1,0 +1,264 @@
+"""Server-rendered pages: home, game, competitor, revision, duel, match replay."""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from core.models import Competitor, Duel, Environment, Match, Rating, Revision
+from web import queries
+from web.charts import rating_chart
+from web.progress import revision_progress
+from web.rendering import render_markdown
+
+LEADERBOARD_REFRESH_SECONDS = 15
+#: Rows shown on the game page unless the visitor asks for all of them.
+LEADERBOARD_TOP = 100
+#: Opponents listed in a competitor's head-to-head table (the most played first).
+HEAD_TO_HEAD_TOP = 30
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The games with their counts, and what happened lately."""
+    envs = queries.environments_with_counts()
+    context = {
+        "environments": envs,
+        "total_competitors": sum(e.num_competitors for e in envs),
+        "total_duels": sum(e.num_duels for e in envs),
+        "recent_duels": queries.recent_duels(limit=10),
+        "recent_revisions": queries.recent_revisions(limit=8),
+    }
+    return render(request, "web/home.html", context)
+
+
+def _environment(slug: str) -> Environment:
+    return get_object_or_404(Environment, slug=slug, is_active=True)
+
+
+def _leaderboard_context(request: HttpRequest, env: Environment) -> dict:
+    """Context for the leaderboard fragment: the top ``LEADERBOARD_TOP`` rows, or all with ``?all=1``.
+
+    ``rows`` is computed lazily: the template's cache tag only asks for it when the fragment for this
+    ratings version, length and minute is not cached yet.
+    """
+    show_all = request.GET.get("all") == "1"
+
+    def rows() -> dict:
+        ranked = queries.leaderboard(env)
+        return {"rows": ranked if show_all else ranked[:LEADERBOARD_TOP], "total": len(ranked)}
+
+    return {
+        "environment": env,
+        "board": rows,
+        "show_all": show_all,
+        "leaderboard_version": queries.leaderboard_version(env),
+        "minute": int(time.time() // 60),
+        "refresh_seconds": LEADERBOARD_REFRESH_SECONDS,
+        "competitor_url_prefix": reverse("web:competitor", args=[0])[:-2],
+    }
+
+
+@require_GET
+def game(request: HttpRequest, slug: str) -> HttpResponse:
+    """A game: its rules, live leaderboard, tournament editions and recent duels."""
+    env = _environment(slug)
+    context = {
+        **_leaderboard_context(request, env),
+        "rules": render_markdown(env.description),
+        "tournaments": queries.tournaments(env),
+        "recent_duels": queries.recent_duels(env, limit=10),
+    }
+    return render(request, "web/game.html", context)
+
+
+@require_GET
+def leaderboard_partial(request: HttpRequest, slug: str) -> HttpResponse:
+    """The leaderboard table alone, polled by the game page to stay live."""
+    env = _environment(slug)
+    return render(request, "web/partials/leaderboard.html", _leaderboard_context(request, env))
+
+
+@require_GET
+def competitor(request: HttpRequest, pk: int) -> HttpResponse:
+    """A competitor: revisions and their states (logs for owner and staff), rating plot, duels."""
+    comp = get_object_or_404(
+        Competitor.objects.select_related("owner", "environment", "current_revision"), pk=pk
+    )
+    private = queries.can_see_private(request.user, comp.owner_id)
+    revisions = queries.competitor_revisions(comp, with_logs=private)
+    rows = []
+    for rev in revisions:
+        build = queries.latest(rev.builds)
+        smoke = queries.latest(rev.smoke_tests)
+        rows.append(
+            {
+                "revision": rev,
+                "build": build,
+                "smoke": smoke,
+                "progress": revision_progress(rev, build, smoke),
+            }
+        )
+    revision_ids = [row["revision"].pk for row in rows]
+    h2h = queries.head_to_head(comp, revision_ids)
+    rating = Rating.objects.filter(competitor=comp, environment_id=comp.environment_id).first()
+    context = {
+        "competitor": comp,
+        "environment": comp.environment,
+        "can_see_private": private,
+        "revision_rows": rows,
+        "rating": rating,
+        "chart": rating_chart(queries.rating_points(rating)),
+        "duels": queries.competitor_duels(comp, revision_ids),
+        "head_to_head": h2h[:HEAD_TO_HEAD_TOP],
+        "head_to_head_total": len(h2h),
+    }
+    return render(request, "web/competitor.html", context)
+
+
+def _revision(pk: int) -> Revision:
+    return get_object_or_404(
+        Revision.objects.select_related("competitor__owner", "competitor__environment"), pk=pk
+    )
+
+
+def _revision_context(request: HttpRequest, rev: Revision) -> dict:
+    private = queries.can_see_private(request.user, rev.competitor.owner_id)
+    builds = rev.builds.order_by("-created_at")
+    smokes = rev.smoke_tests.order_by("-created_at").defer("duel_json")
+    if not private:
+        builds = builds.defer("log")
+        smokes = smokes.defer("log")
+    build = builds.first()
+    smoke = smokes.first()
+    return {
+        "revision": rev,
+        "competitor": rev.competitor,
+        "environment": rev.competitor.environment,
+        "build": build,
+        "smoke": smoke,
+        "progress": revision_progress(rev, build, smoke),
+        "can_see_private": private,
+    }
+
+
+@require_GET
+def revision(request: HttpRequest, pk: int) -> HttpResponse:
+    """A revision: live progress through build and smoke test, failures explained, logs for the owner."""
+    rev = _revision(pk)
+    return render(request, "web/revision.html", _revision_context(request, rev))
+
+
+@require_GET
+def revision_status(request: HttpRequest, pk: int) -> HttpResponse:
+    """The progress panel alone, polled by htmx; once the revision is final the page reloads itself."""
+    rev = _revision(pk)
+    context = _revision_context(request, rev)
+    response = render(request, "web/partials/revision_status.html", context)
+    if context["progress"].is_final and request.headers.get("HX-Request"):
+        # Reload the whole page once: it then shows the logs and no longer polls.
+        response["HX-Refresh"] = "true"
+    return response
+
+
+@require_GET
+def revision_download(request: HttpRequest, pk: int) -> FileResponse:
+    """The uploaded zip: anyone for a public revision, otherwise the owner and staff only."""
+    rev = _revision(pk)
+    if not (rev.is_public or queries.can_see_private(request.user, rev.competitor.owner_id)):
+        raise Http404("No such source.")
+    data_dir = settings.DATA_DIR.resolve()
+    path = (data_dir / rev.zip_path).resolve()
+    if not path.is_relative_to(data_dir) or not path.is_file():
+        raise Http404("The source file is missing.")
+    filename = f"{rev.competitor.name}-v{rev.version}.zip"
+    return FileResponse(
+        path.open("rb"), as_attachment=True, filename=filename, content_type="application/zip"
+    )
+
+
+@require_GET
+def duel(request: HttpRequest, pk: int) -> HttpResponse:
+    """A duel: the summary and its matches (player logs for each player's owner and staff)."""
+    d = get_object_or_404(
+        Duel.objects.select_related(
+            "environment", "tournament", "revision_1__competitor__owner", "revision_2__competitor__owner"
+        ),
+        pk=pk,
+    )
+    matches = list(
+        d.matches.order_by("index").only(
+            "id",
+            "duel_id",
+            "index",
+            "result",
+            "error_kind",
+            "error_msg",
+            "first_player",
+            "player_1_score",
+            "player_2_score",
+        )
+    )
+    context = {
+        "duel": d,
+        "environment": d.environment,
+        "matches": matches,
+        "show_log_1": queries.can_see_private(request.user, d.revision_1.competitor.owner_id),
+        "show_log_2": queries.can_see_private(request.user, d.revision_2.competitor.owner_id),
+    }
+    return render(request, "web/duel.html", context)
+
+
+def replay_data(match: Match) -> dict:
+    """The replay JSON shared by the match page and ``/api/matches/<id>/replay/``."""
+    d = match.duel
+    names = [d.revision_1.competitor.name, d.revision_2.competitor.name]
+    # Seat 0 moves first: map seats to the players' names.
+    seats = names if match.first_player == Match.FirstPlayer.PLAYER_1 else names[::-1]
+    return {
+        "match": match.pk,
+        "duel": d.pk,
+        "index": match.index,
+        "environment": d.environment.slug,
+        "players": names,
+        "seats": seats,
+        "first_player": match.first_player,
+        "result": match.result,
+        "error_kind": match.error_kind,
+        "error_msg": match.error_msg,
+        "player_1_score": match.player_1_score,
+        "player_2_score": match.player_2_score,
+        "states": match.states,
+        "actions": match.actions,
+        "move_times": match.move_times,
+    }
+
+
+def match_queryset():
+    """Matches with their duel, game and both players joined in."""
+    return Match.objects.select_related(
+        "duel__environment", "duel__revision_1__competitor__owner", "duel__revision_2__competitor__owner"
+    ).defer("duel__player_1_log", "duel__player_2_log")
+
+
+@require_GET
+def match(request: HttpRequest, pk: int) -> HttpResponse:
+    """One match replayed with the game's own renderer."""
+    m = get_object_or_404(match_queryset(), pk=pk)
+    siblings = list(m.duel.matches.order_by("index").values_list("pk", "index"))
+    pos = next((i for i, (spk, _) in enumerate(siblings) if spk == m.pk), 0)
+    context = {
+        "match": m,
+        "duel": m.duel,
+        "environment": m.duel.environment,
+        "replay": replay_data(m),
+        "renderer_path": f"games/{m.duel.environment.slug}/renderer.js",
+        "previous_match": siblings[pos - 1][0] if pos > 0 else None,
+        "next_match": siblings[pos + 1][0] if pos + 1 < len(siblings) else None,
+    }
+    return render(request, "web/match.html", context)

@@ -1,0 +1,148 @@
+"""Live play against an agent and challenges: each view parses input and calls one action.
+
+``/competitors/<id>/play/`` (POST) opens a game and redirects to ``/play/<id>/``; that page draws the
+board with the game's renderer (clickable legal moves), posts the person's moves to
+``/play/<id>/move/`` and polls ``/play/<id>/state/`` until the game ends, then shows the replay.
+``/competitors/<id>/challenge/`` (POST) queues an unrated duel and redirects to its page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from core.actions import ActionError
+from core.actions.challenge import issue_challenge
+from core.actions.play import IllegalMoveError, human_move, inactivity_timeout, start_play_session
+from core.models import PlaySession
+from web import queries
+
+
+def _session(pk: int) -> PlaySession:
+    return get_object_or_404(
+        PlaySession.objects.select_related("environment", "user", "revision__competitor__owner"), pk=pk
+    )
+
+
+def _names(session: PlaySession) -> tuple[str, str]:
+    """(human, agent) display names."""
+    agent = f"{session.revision.competitor.name} v{session.revision.version}"
+    return session.user.public_name, agent
+
+
+def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
+    """What the play page needs: the state, whose turn it is, the legal moves, how it ended."""
+    from environments import get_game
+
+    game = get_game(session.environment.slug)
+    over = session.status == PlaySession.Status.FINISHED
+    human, agent = _names(session)
+    running = session.status == PlaySession.Status.PLAYING and not game.is_over(session.state)
+    your_turn = running and game.to_move(session.state) == session.human_seat
+    seats = [human, agent] if session.human_seat == 0 else [agent, human]
+    data = {
+        "id": session.pk,
+        "environment": session.environment.slug,
+        "status": session.status,
+        "result": session.result,
+        "result_display": session.get_result_display() if session.result else "",
+        "error_kind": session.error_kind,
+        "error_msg": session.error_msg,
+        "human_seat": session.human_seat,
+        "moves": session.moves,
+        "state": session.state,
+        "your_turn": bool(your_turn and session.user_id == getattr(user, "pk", None)),
+        "legal_actions": game.legal_actions(session.state) if your_turn else [],
+        "seats": seats,
+        # The replay viewer's shape (players = PLAYER_1, PLAYER_2 = the human, the agent).
+        "players": [human, agent],
+        "first_player": "PLAYER_1" if session.human_seat == 0 else "PLAYER_2",
+        "states": session.states if over else [],
+        "actions": session.actions if over else [],
+        "move_times": session.move_times if over else [],
+    }
+    return data
+
+
+@login_required
+@require_POST
+def play_start(request: HttpRequest, pk: int) -> HttpResponse:
+    """Open a game against competitor ``pk``'s playing revision."""
+    try:
+        session = start_play_session(request.user, pk, human_first=request.POST.get("first") != "agent")
+    except ActionError as exc:
+        messages.error(request, str(exc))
+        return redirect("web:competitor", pk=pk)
+    return redirect("web:play", pk=session.pk)
+
+
+@require_GET
+def play(request: HttpRequest, pk: int) -> HttpResponse:
+    """The board: the person plays by clicking; anyone may watch."""
+    session = _session(pk)
+    context = {
+        "session": session,
+        "environment": session.environment,
+        "competitor": session.revision.competitor,
+        "data": session_json(session, request.user),
+        "is_player": session.user_id == request.user.pk,
+        "inactivity_s": int(inactivity_timeout()),
+        "show_log": queries.can_see_private(request.user, session.revision.competitor.owner_id),
+        "renderer_path": f"games/{session.environment.slug}/renderer.js",
+    }
+    return render(request, "web/play.html", context)
+
+
+@require_GET
+def play_state(request: HttpRequest, pk: int) -> JsonResponse:
+    """The session as JSON (polled by the page)."""
+    return JsonResponse(session_json(_session(pk), request.user))
+
+
+@require_POST
+def play_move(request: HttpRequest, pk: int) -> JsonResponse:
+    """The person's move: ``{"action": N}`` (JSON) or ``action=N`` (form). Illegal moves get a 400 with a
+    message; a legal one returns the new state."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"error": "Sign in to play."}, status=403)
+    try:
+        if request.content_type == "application/json":
+            raw = json.loads(request.body or b"{}").get("action")
+        else:
+            raw = request.POST.get("action")
+        digits = isinstance(raw, str) and raw.strip().lstrip("-").isdigit()
+        action = int(raw) if digits else raw  # JSON ints pass as they are; anything else is refused
+    except (ValueError, AttributeError):
+        return JsonResponse({"error": 'Send the move as {"action": N}.'}, status=400)
+    try:
+        session = human_move(pk, request.user, action)
+    except IllegalMoveError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    except ActionError as exc:
+        raise Http404(str(exc)) from exc
+    session = _session(session.pk)
+    return JsonResponse(session_json(session, request.user))
+
+
+@login_required
+@require_POST
+def challenge(request: HttpRequest, pk: int) -> HttpResponse:
+    """Challenge competitor ``pk`` with one of the person's own competitors (an unrated duel)."""
+    try:
+        challenger = int(request.POST.get("challenger", ""))
+    except ValueError:
+        messages.error(request, "Choose one of your competitors.")
+        return redirect("web:competitor", pk=pk)
+    try:
+        duel = issue_challenge(request.user, challenger, pk)
+    except ActionError as exc:
+        messages.error(request, str(exc))
+        return redirect("web:competitor", pk=pk)
+    messages.success(request, "Challenge queued: this page follows the duel live.")
+    return redirect("web:duel", pk=duel.pk)

@@ -1,0 +1,63 @@
+"""The upload page: a new competitor or a new revision of one of yours."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from core import actions
+from core.models import Competitor
+from web import ratelimit
+from web.forms import UploadForm
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def upload(request: HttpRequest) -> HttpResponse:
+    """Validate the form, then hand the zip to ``core.actions.submit_revision``."""
+    initial = {"environment": request.GET.get("environment", "")}
+    comp_id = request.GET.get("competitor")
+    if comp_id and comp_id.isdigit():
+        comp = Competitor.objects.filter(pk=comp_id, owner=request.user).select_related("environment").first()
+        if comp:
+            initial = {"environment": comp.environment.slug, "name": comp.name, "is_public": comp.is_public}
+    form = UploadForm(request.POST or None, request.FILES or None, initial=initial)
+    status = 200
+    if request.method == "POST":
+        if not ratelimit.allow("upload", f"user:{request.user.pk}"):
+            form.add_error(None, "You have uploaded a lot recently. Please wait before uploading again.")
+            status = 429
+        elif form.is_valid():
+            data = form.cleaned_data
+            try:
+                revision = actions.submit_revision(
+                    request.user,
+                    data["environment"].slug,
+                    data["name"],
+                    data["file"],
+                    is_public=data["is_public"],
+                )
+            except actions.SubmissionError as exc:
+                form.add_error("file", _sentence(str(exc)))
+            else:
+                messages.success(
+                    request, f"Uploaded {revision.competitor.name} v{revision.version}. Building it now."
+                )
+                return redirect("web:revision", pk=revision.pk)
+        if form.errors and status == 200:
+            status = 400
+    mine = list(
+        Competitor.objects.filter(owner=request.user)
+        .select_related("environment")
+        .order_by("environment__name", "name")
+    )
+    return render(request, "web/upload.html", {"form": form, "my_competitors": mine}, status=status)
+
+
+def _sentence(message: str) -> str:
+    """Capitalize an action's error message for display next to a field."""
+    message = message.strip()
+    return message[:1].upper() + message[1:] if message else "The upload was refused."
