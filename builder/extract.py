@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 from builder.zip_validation import ValidatedZip, ValidationError, read_member_capped
+from run_duel.sandbox.base import has_agent_entry
 
 _FILE_FLAGS = (
     os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -62,13 +63,13 @@ def extract_zip(validated: ValidatedZip, dest: Path) -> Path:
 def extract_cached(validated: ValidatedZip, cache_root: Path) -> tuple[Path, bool]:
     """Extract into ``cache_root/<content_hash>`` unless it is already there; return (path, reused)."""
     dest = Path(cache_root) / validated.content_hash
-    if (dest / "player.py").is_file():
+    if has_agent_entry(dest):
         return dest, True
     try:
         return extract_zip(validated, dest), False
     except FileExistsError:
         # Another builder extracted the same content at the same time, or a broken leftover is there.
-        if (dest / "player.py").is_file():
+        if has_agent_entry(dest):
             return dest, True
         with contextlib.suppress(OSError):
             shutil.rmtree(dest)

@@ -20,12 +20,14 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from run_duel.sandbox.base import AGENT_ENTRY_FILES
+
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 _CHUNK = 1 << 16
 _IGNORED_PREFIXES = ("__MACOSX/",)
 _IGNORED_BASENAMES = {".DS_Store", "Thumbs.db"}
 #: The file the harness imports: ``player.py`` (class Player), else ``main.py`` (Kaggle ``agent``).
-ENTRY_FILES = ("player.py", "main.py")
+ENTRY_FILES = AGENT_ENTRY_FILES
 
 
 class ValidationError(ValueError):

@@ -251,6 +251,15 @@ BUILD_LOG_MAX_CHARS = env_int("BUILD_LOG_MAX_CHARS", 200_000, minimum=1000)
 PLAYER_LOG_MAX_CHARS = env_int("PLAYER_LOG_MAX_CHARS", 256 * 1024, minimum=1000)
 DB_SAVE_RETRIES = env_int("DB_SAVE_RETRIES", 6, minimum=1)  # attempts to store a finished result
 RATING_TASK_NAME = env_str("RATING_TASK_NAME", "tournament_manager.rate_environment") or ""
+# Pause a competitor whose playing revision erred in at least half the matches of each of its last N rated
+# duels (0: never); a newer revision that passes its smoke test lifts the pause.
+PAUSE_AFTER_ERROR_DUELS = env_int("PAUSE_AFTER_ERROR_DUELS", 3, minimum=0)
+# Live play (a person against an agent) and challenges.
+PLAY_INACTIVITY_SECONDS = env_float("PLAY_INACTIVITY_SECONDS", 120.0, minimum=1.0)
+PLAY_POLL_SECONDS = env_float("PLAY_POLL_SECONDS", 0.1, minimum=0.01)
+CHALLENGES_PER_DAY = env_int("CHALLENGES_PER_DAY", 5, minimum=0)
+# Absolute links in notification emails ("https://arena.example.org"); empty: site paths only.
+SITE_URL = (env_str("SITE_URL", "") or "").rstrip("/")
 
 # --- Celery --------------------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "") or ""
@@ -281,7 +290,8 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "arena")
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "duel-runner-reap": {"task": "duel_runner.reap", "schedule": REAPER_INTERVAL_SECONDS},
-    # tournament_manager adds its periodic tasks (matchmaking, ratings) via CELERY_EXTRA_BEAT_SCHEDULE
+    # tournament_manager.tasks and publisher.tasks add their periodic tasks (matchmaking, ratings, editions,
+    # publishing) to app.conf.beat_schedule when the worker imports them.
 }
 
 # --- tournament_manager and publisher (read with these defaults by their packages) ----------------------

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from environments import UnknownGameError, all_slugs, get_info
 from run_duel.api import SANDBOXES, get_sandbox, play_duel
-from run_duel.sandbox.base import LaunchSpec, SandboxError
+from run_duel.sandbox.base import AGENT_ENTRY_FILES, LaunchSpec, SandboxError, has_agent_entry
 
 
 class UsageError(Exception):
@@ -37,17 +37,17 @@ def _extract_zip(path: Path) -> Path:
             archive.extractall(target)
     except zipfile.BadZipFile as exc:
         raise UsageError(f"{path} is not a valid zip file: {exc}") from exc
-    found = sorted(target.rglob("player.py"), key=lambda p: len(p.parts))
+    found = sorted((p for name in AGENT_ENTRY_FILES for p in target.rglob(name)), key=lambda p: len(p.parts))
     if not found:
-        raise UsageError(f"{path}: the zip holds no player.py")
+        raise UsageError(f"{path}: the zip holds no player.py (or Kaggle-style main.py)")
     return found[0].parent
 
 
 def resolve_agent(ref: str, sandbox_name: str) -> str:
     """Turn a command-line agent reference into ``LaunchSpec.agent`` for ``sandbox_name``.
 
-    ``local``: a folder holding ``player.py`` or a zip of one. ``docker``: an image name, or a folder/zip
-    that ``run_duel.sandbox.docker.image_for_path`` builds into an image first.
+    ``local``: a folder holding ``player.py`` (or a Kaggle ``main.py``) or a zip of one. ``docker``: an
+    image name, or a folder/zip that ``run_duel.sandbox.docker.image_for_path`` builds into an image first.
     """
     path = Path(ref)
     if sandbox_name == "docker":
@@ -70,8 +70,8 @@ def resolve_agent(ref: str, sandbox_name: str) -> str:
         return str(_extract_zip(path))
     if not path.is_dir():
         raise UsageError(f"{ref}: no such folder (expected a folder holding player.py, or a zip)")
-    if not (path / "player.py").is_file():
-        raise UsageError(f"{ref}: no player.py in this folder")
+    if not has_agent_entry(path):
+        raise UsageError(f"{ref}: no player.py (or Kaggle-style main.py) in this folder")
     return str(path.resolve())
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.actions.competitors import resume_after_new_revision
 from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
 from core.actions.notifications import notify_revision_failed
 from core.models import Competitor, Revision, SmokeTest
@@ -67,6 +68,7 @@ def finish_smoke_test(
             if current is None or Revision.objects.get(pk=current).version < revision.version:
                 competitor.current_revision = revision
                 competitor.save(update_fields=["current_revision"])
+                resume_after_new_revision(competitor)
         else:
             revision.state = Revision.State.TEST_FAILED
             revision.error_message = f"smoke test failed: {reason}"

@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from run_duel.channel import Channel
+
+#: The files the harness imports, in order: ``player.py`` (class Player), else ``main.py`` (a Kaggle
+#: ``agent(observation, configuration)``).
+AGENT_ENTRY_FILES = ("player.py", "main.py")
+
+
+def has_agent_entry(folder: str | Path) -> bool:
+    """True when ``folder`` holds a file the harness can import (``player.py`` or ``main.py``)."""
+    return any((Path(folder) / name).is_file() for name in AGENT_ENTRY_FILES)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,15 @@ from docker.types import LogConfig, Ulimit
 from requests.exceptions import RequestException
 
 from run_duel.channel import Channel
-from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.sandbox.base import (
+    AgentProcess,
+    ExitInfo,
+    LaunchSpec,
+    Limits,
+    Sandbox,
+    SandboxError,
+    has_agent_entry,
+)
 from run_duel.sandbox.docker_client import get_client
 
 log = logging.getLogger(__name__)
@@ -569,8 +577,8 @@ def resolve_docker_agent(ref: str, *, work_dir: Path | None = None) -> str:
 
     work = Path(work_dir) if work_dir else Path(tempfile.gettempdir()) / "rl-arena-builds"
     if path.is_dir():
-        if not (path / "player.py").is_file():
-            raise SandboxError(f"{ref}: the folder has no player.py")
+        if not has_agent_entry(path):
+            raise SandboxError(f"{ref}: the folder has no player.py (or Kaggle-style main.py)")
         with tempfile.TemporaryDirectory() as tmp:
             archive = _zip_folder(path, Path(tmp) / "submission.zip")
             result = build_submission(archive, backend="docker", work_dir=work)

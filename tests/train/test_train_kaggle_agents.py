@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -94,3 +97,33 @@ def test_an_image_built_from_a_kaggle_zip_plays_a_short_duel(agent_base_image, t
     result = duel("connect-four", built.agent_ref, built.agent_ref, matches=2, sandbox="docker")
     assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
     assert all(m["num_moves"] >= 7 for m in result["matches"])
+
+
+def _run_duel_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "run_duel", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+
+
+def test_the_run_duel_cli_takes_a_main_py_folder_and_a_main_py_zip(tmp_path):
+    archive = zip_files(tmp_path / "kaggle.zip", {"main.py": (KAGGLE / "main.py").read_bytes()})
+    for agent in (KAGGLE, archive):
+        done = _run_duel_cli(
+            "--env", "connect-four", "--player-1", str(agent), "--player-2", str(RANDOM), "--matches", "2"
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        validate_duel_json(result)
+        assert result["player_1_errors"] == result["player_2_errors"] == 0
+
+
+def test_the_run_duel_cli_names_both_entry_files_when_a_folder_has_neither(tmp_path):
+    (tmp_path / "agent.py").write_text("def agent(o, c):\n    return 0\n")
+    done = _run_duel_cli("--env", "connect-four", "--player-1", str(tmp_path), "--player-2", str(RANDOM))
+    assert done.returncode == 2
+    assert "no player.py (or Kaggle-style main.py)" in done.stderr
