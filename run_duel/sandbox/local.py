@@ -404,11 +404,13 @@ class LocalSandbox(Sandbox):
         for name in _ETC_FILES:
             if (Path("/etc") / name).exists():
                 cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        # The private /tmp first: an interpreter or checkout that lives under the host's /tmp (a CI clone)
+        # is then bound on top of it instead of being hidden by it.
+        cmd += ["--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP]
         for root in self._python_roots():
             cmd += ["--ro-bind", root, root]
         cmd += ["--ro-bind", str(HARNESS_PATH), "/arena/arena_harness.py"]
         cmd += ["--ro-bind", agent_dir, "/agent"]
-        cmd += ["--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         # /dev/shm would otherwise be an unbounded tmpfs
         cmd += ["--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108

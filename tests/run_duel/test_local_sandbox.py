@@ -323,3 +323,24 @@ def test_stale_empty_cgroups_are_removed_and_busy_ones_kept():
                     path.rmdir()
                 except OSError:
                     time.sleep(0.05)
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed")
+def test_an_interpreter_under_the_hosts_tmp_still_runs_inside_bubblewrap(tmp_path):
+    """A checkout (and its venv) under /tmp, as in a CI clone, is not hidden by the sandbox's private /tmp."""
+    import site
+    import subprocess
+    import sys
+
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (next(venv.glob("lib/python3*/site-packages")) / "host.pth").write_text(
+        "\n".join(site.getsitepackages()) + "\n"  # numpy and friends from the running environment
+    )
+    proc = LocalSandbox(python=str(venv / "bin" / "python"), use_bwrap=True).launch(LaunchSpec(str(RANDOM)))
+    try:
+        assert proc.channel.recv(30, 65536) == {"type": "ready"}, proc.stderr_log()
+        assert ask(proc)["action"] in (0, 1)
+    finally:
+        proc.kill()
