@@ -12,7 +12,7 @@ export PYTHONDONTWRITEBYTECODE=1
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 step "Python environment"
-scripts/ensure_python_env.sh
+PYTHON_EXTRAS=dev,train scripts/ensure_python_env.sh  # train: PettingZoo envs and the training example
 
 step "System packages"
 need=()

@@ -64,6 +64,9 @@ PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 _PR_SET_PDEATHSIG = 1
 #: The private tmpfs inside bubblewrap (not the host's /tmp).
 SANDBOX_TMP = "/tmp"  # noqa: S108
+#: The agent's HOME inside bubblewrap: an empty folder of the private tmpfs (``/tmp`` itself may hold the
+#: mount points of an interpreter that lives under the host's /tmp).
+SANDBOX_HOME = f"{SANDBOX_TMP}/home"
 
 _warned_no_bwrap = False
 
@@ -406,7 +409,7 @@ class LocalSandbox(Sandbox):
                 cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         # The private /tmp first: an interpreter or checkout that lives under the host's /tmp (a CI clone)
         # is then bound on top of it instead of being hidden by it.
-        cmd += ["--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP]
+        cmd += ["--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME]
         for root in self._python_roots():
             cmd += ["--ro-bind", root, root]
         cmd += ["--ro-bind", str(HARNESS_PATH), "/arena/arena_harness.py"]
@@ -480,7 +483,7 @@ class LocalSandbox(Sandbox):
         try:
             if workdir is None:
                 cmd = self._bwrap_command(str(agent_dir), limits)
-                env = self._environment(SANDBOX_TMP, SANDBOX_TMP, spec.env)
+                env = self._environment(SANDBOX_HOME, SANDBOX_TMP, spec.env)
                 cwd = "/"
             else:
                 local_agent = Path(workdir) / "agent"
