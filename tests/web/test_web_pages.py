@@ -215,3 +215,16 @@ def test_game_page_shows_the_top_hundred_and_offers_the_rest(client, env, bob):
     assert "Show all 105 competitors" in html
     html = client.get(reverse("web:leaderboard", args=[env.slug]) + "?all=1").content.decode()
     assert html.count("<tr>") == 106
+
+
+def test_a_paused_competitor_shows_why_to_its_owner_only(client, alice, alice_client, ranked):
+    comp = next(c for c in ranked["competitors"] if c.owner_id == alice.pk)
+    comp.status, comp.pause_reason = "PAUSED", "Paused automatically: revision 1 broke the rules <b>"
+    comp.save(update_fields=["status", "pause_reason"])
+    url = reverse("web:competitor", args=[comp.pk])
+    owner_html = alice_client.get(url).content.decode()
+    assert 'id="pause-reason"' in owner_html
+    assert "revision 1 broke the rules &lt;b&gt;" in owner_html  # escaped
+    client.logout()
+    public_html = client.get(url).content.decode()
+    assert "paused" in public_html and 'id="pause-reason"' not in public_html
