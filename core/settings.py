@@ -287,6 +287,10 @@ CELERY_WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 2, minimum=1)
 # Hard cap on one task (a hung build or duel): the child is killed, its lease expires, the reaper re-queues.
 CELERY_TASK_TIME_LIMIT = env_int("TASK_TIME_LIMIT_SECONDS", 3 * 3600, minimum=60)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "arena")
+# A queue of its own for the publisher's tasks (docker-compose: "publisher", consumed by the publisher
+# service, the only one that needs git credentials); empty: they run on the default queue like the rest.
+PUBLISHER_QUEUE = env_str("PUBLISHER_QUEUE", "") or ""
+CELERY_TASK_ROUTES = {"publisher.*": {"queue": PUBLISHER_QUEUE}} if PUBLISHER_QUEUE else {}
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "duel-runner-reap": {"task": "duel_runner.reap", "schedule": REAPER_INTERVAL_SECONDS},

@@ -143,3 +143,10 @@ def test_the_worker_shares_its_agent_runtime_folder_with_the_host_at_the_same_pa
     runtime = worker["environment"]["AGENT_RUNTIME_DIR"]
     binds = {(v["source"], v["target"]) for v in worker["volumes"] if v["type"] == "bind"}
     assert (runtime, runtime) in binds
+
+
+def test_publisher_tasks_are_routed_to_the_publisher_services_queue(stack: dict[str, Any]) -> None:
+    command = stack["services"]["publisher"]["command"]
+    queue = command[command.index("--queues") + 1]
+    for name in PLATFORM:
+        assert stack["services"][name]["environment"]["PUBLISHER_QUEUE"] == queue, name
