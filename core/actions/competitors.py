@@ -86,10 +86,7 @@ def pause_if_erring(revision_id: int) -> bool:
         f"its last {window} duels (latest error: {latest or 'see the duel logs'}). "
         "Upload a fixed revision: it resumes play once it passes its smoke test."
     )
-    competitor.status = Competitor.Status.PAUSED
-    competitor.pause_reason = reason
-    competitor.save(update_fields=["status", "pause_reason"])
-    notify_competitor_paused(competitor)
+    set_competitor_status(competitor.pk, Competitor.Status.PAUSED, reason)
     return True
 
 
@@ -100,7 +97,5 @@ def resume_after_new_revision(competitor: Competitor) -> bool:
         AUTO_PAUSE_PREFIX
     ):
         return False
-    competitor.status = Competitor.Status.ACTIVE
-    competitor.pause_reason = ""
-    competitor.save(update_fields=["status", "pause_reason"])
+    set_competitor_status(competitor.pk, Competitor.Status.ACTIVE)
     return True
