@@ -90,6 +90,18 @@ def pause_if_erring(revision_id: int) -> bool:
     return True
 
 
+def pause_erring_players(duel: Duel) -> None:
+    """After a rated duel is stored: ``pause_if_erring`` for each seat charged with an error in it."""
+    if duel.kind not in _RATED_KINDS:
+        return
+    for errors, revision_id in (
+        (duel.player_1_errors, duel.revision_1_id),
+        (duel.player_2_errors, duel.revision_2_id),
+    ):
+        if errors:
+            pause_if_erring(revision_id)
+
+
 def resume_after_new_revision(competitor: Competitor) -> bool:
     """Lift an automatic pause now that ``competitor`` (locked by the caller) has a new playing revision.
     An operator's pause stays. Returns True when it resumed."""

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.actions.competitors import pause_if_erring
+from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
 from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
 from core.models import Duel, Match, Revision, Tournament
@@ -121,13 +121,7 @@ def record_duel_result(duel_id: int, duel_json: dict[str, Any]) -> bool:
         Match.objects.bulk_create(matches)
         if duel.tournament_id is not None:
             Tournament.objects.filter(pk=duel.tournament_id).update(duels_finished=F("duels_finished") + 1)
-        if duel.kind in (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT):
-            for seat_errors, revision_id in (
-                (duel.player_1_errors, duel.revision_1_id),
-                (duel.player_2_errors, duel.revision_2_id),
-            ):
-                if seat_errors:
-                    pause_if_erring(revision_id)
+        pause_erring_players(duel)
         if settings.RATING_TASK_NAME:
             enqueue_on_commit(settings.RATING_TASK_NAME, duel.environment_id)
     return True
