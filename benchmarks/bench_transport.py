@@ -5,7 +5,9 @@
 Transports, all answering with the random example player except the floor:
   pipe floor          a trivial echo process over a pipe (nothing cheaper is possible between processes)
   local sandbox       our harness as a subprocess (bubblewrap when installed)
-  docker unix socket  our harness in a --network none container, socket in a bind-mounted folder (OURS)
+  docker unix socket  our harness in a --network none container, socket in a bind-mounted folder
+  ..., same core      the same with both ends pinned to one core, as a duel runs (``run_duel.cpu_slots``;
+                      the docker row is OURS)
   docker attach       our harness on stdin/stdout through the Docker engine's attach stream
   http keep-alive     the old design with one kept-alive connection (its most favourable variant)
   http per move       the old design as it was: a POST with a new connection per move (requests.post)
@@ -15,6 +17,8 @@ The message is a Connect Four ``step`` (6x7 board, 7 legal actions), about 150 b
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import subprocess
 import sys
@@ -46,6 +50,7 @@ ECHO = (
 )
 LIMITS = Limits(move_timeout=5.0, init_timeout=30.0)
 WARMUP = 200
+OURS = "docker unix socket, same core (ours)"
 
 
 def median_us(ask, moves: int) -> float:
@@ -61,6 +66,21 @@ def median_us(ask, moves: int) -> float:
     return statistics.median(times) * 1e6
 
 
+@contextlib.contextmanager
+def same_core(enabled: bool):
+    """Pin the calling thread to one core (the last usable one) while measuring; yields the core set."""
+    if not enabled:
+        yield None
+        return
+    saved = os.sched_getaffinity(0)
+    cpus = {max(saved)}
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield frozenset(cpus)
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
 def channel_asker(channel: Channel):
     def ask() -> None:
         channel.send(MESSAGE, 5)
@@ -69,23 +89,29 @@ def channel_asker(channel: Channel):
     return ask
 
 
-def bench_pipe(moves: int) -> float:
+def bench_pipe(moves: int, pinned: bool = False) -> float:
     proc = subprocess.Popen([sys.executable, "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     channel = Channel(proc.stdout.fileno(), proc.stdin.fileno(), close_fds=())
     try:
-        return median_us(channel_asker(channel), moves)
+        with same_core(pinned) as cpus:
+            if cpus:
+                os.sched_setaffinity(proc.pid, cpus)
+            return median_us(channel_asker(channel), moves)
     finally:
         proc.kill()
         proc.wait()
 
 
-def bench_sandbox(sandbox, agent: str, moves: int) -> float:
+def bench_sandbox(sandbox, agent: str, moves: int, pinned: bool = False) -> float:
     proc = sandbox.launch(LaunchSpec(agent=agent, limits=LIMITS))
     try:
         assert proc.channel.recv(30, 65536)["type"] == "ready"
         proc.channel.send({"type": "start", "state": MESSAGE["state"], "valid_actions": [0]}, 5)
         proc.channel.recv(5, 65536)
-        return median_us(channel_asker(proc.channel), moves)
+        with same_core(pinned) as cpus:
+            if cpus and not proc.pin_cpus(cpus):
+                raise RuntimeError("the sandbox could not pin the agent")
+            return median_us(channel_asker(proc.channel), moves)
     finally:
         proc.kill()
 
@@ -132,22 +158,25 @@ def main() -> int:
 
     results: dict[str, float] = {}
     results["pipe floor"] = bench_pipe(args.moves)
+    results["pipe floor, same core"] = bench_pipe(args.moves, pinned=True)
     local = LocalSandbox()
     results["local sandbox"] = bench_sandbox(local, str(RANDOM), args.moves)
+    results["local sandbox, same core"] = bench_sandbox(local, str(RANDOM), args.moves, pinned=True)
     local.close()
     docker_sandbox = DockerSandbox()
-    results["docker unix socket (ours)"] = bench_sandbox(docker_sandbox, image, args.moves)
+    results["docker unix socket"] = bench_sandbox(docker_sandbox, image, args.moves)
+    results[OURS] = bench_sandbox(docker_sandbox, image, args.moves, pinned=True)
     docker_sandbox.close()
     results["docker attach stdin/stdout"] = bench_attach(image, args.moves)
     results["http keep-alive"] = bench_http(http_image, args.moves, keep_alive=True)
     results["http per move (old design)"] = bench_http(http_image, args.moves, keep_alive=False)
 
     floor = results["pipe floor"]
-    ours = results["docker unix socket (ours)"]
+    ours = results[OURS]
     print(f"median round trip of one Connect Four step message ({args.moves} moves each)")
-    print(f"{'transport':30s} {'µs/move':>9s} {'x floor':>8s} {'x ours':>8s}")
+    print(f"{'transport':42s} {'µs/move':>9s} {'x floor':>8s} {'x ours':>8s}")
     for name, value in results.items():
-        print(f"{name:30s} {value:9.1f} {value / floor:8.2f} {value / ours:8.2f}")
+        print(f"{name:42s} {value:9.1f} {value / floor:8.2f} {value / ours:8.2f}")
     return 0
 
 

@@ -238,6 +238,8 @@ BUILDS_DIR = DATA_DIR / "builds"  # local-backend agent folders
 
 # --- the arena -----------------------------------------------------------------------------------------
 SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
+# Run each duel's referee and both agents on one free core once they are ready (run_duel/cpu_slots.py).
+DUEL_CPU_PINNING = env_bool("DUEL_CPU_PINNING", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_MB", 50, minimum=1) * 1024 * 1024
 LEASE_SECONDS = env_int("LEASE_SECONDS", 60, minimum=2)  # a RUNNING job unclaimed this long is re-queued
 HEARTBEAT_SECONDS = env_float("HEARTBEAT_SECONDS", LEASE_SECONDS / 3, minimum=0.2)

@@ -65,7 +65,7 @@ def smoke_test_revision(smoke_test_id: int) -> str:
         try:
             sandbox = get_sandbox(settings.SANDBOX)
             try:
-                result = smoke_test(slug, sandbox, spec)
+                result = smoke_test(slug, sandbox, spec, pin_cpus=settings.DUEL_CPU_PINNING)
             finally:
                 sandbox.close()
         except Exception as exc:  # our side: sandbox unavailable, bug in the referee...
@@ -108,7 +108,12 @@ def run_duel(duel_id: int) -> str:
             sandbox = get_sandbox(settings.SANDBOX)
             try:
                 result = play_duel(
-                    duel.environment.slug, sandbox, specs[0], specs[1], matches=duel.num_matches
+                    duel.environment.slug,
+                    sandbox,
+                    specs[0],
+                    specs[1],
+                    matches=duel.num_matches,
+                    pin_cpus=settings.DUEL_CPU_PINNING,
                 )
             finally:
                 sandbox.close()

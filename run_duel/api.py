@@ -66,12 +66,18 @@ class SmokeResult:
 
 
 def smoke_test(
-    game_slug: str, sandbox: Sandbox, agent: LaunchSpec, matches: int | None = None
+    game_slug: str,
+    sandbox: Sandbox,
+    agent: LaunchSpec,
+    matches: int | None = None,
+    *,
+    pin_cpus: bool | None = None,
 ) -> SmokeResult:
-    """Self-play: ``agent`` plays itself (two processes) for ``matches`` (default ``smoke_test_matches``)."""
+    """Self-play: ``agent`` plays itself (two processes) for ``matches`` (default ``smoke_test_matches``);
+    ``pin_cpus`` as in ``play_duel``."""
     if matches is None:
         matches = get_info(game_slug).smoke_test_matches
-    duel = play_duel(game_slug, sandbox, agent, agent, matches=matches)
+    duel = play_duel(game_slug, sandbox, agent, agent, matches=matches, pin_cpus=pin_cpus)
     if duel["result"] == "ERROR":
         return SmokeResult(False, f"the smoke test could not run (our side): {duel['error_msg']}", duel)
     for i, match in enumerate(duel["matches"]):

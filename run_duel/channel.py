@@ -15,6 +15,8 @@ import select
 import time
 from typing import Any
 
+import orjson
+
 
 class ChannelError(Exception):
     """Base class: the agent broke the conversation. ``kind`` is the referee's error kind."""
@@ -38,7 +40,9 @@ class ChannelGarbage(ChannelError):
     kind = "BAD_OUTPUT"
 
 
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+#: The referee's own messages (states, legal actions, rewards: plain JSON values) as one NDJSON line.
+#: Replies are decoded by the standard library below: its strictness is what the error messages name.
+_OPT_LINE = orjson.OPT_APPEND_NEWLINE
 
 
 def _reject_constant(name: str) -> Any:
@@ -66,7 +70,7 @@ class Channel:
 
     def send(self, message: dict[str, Any], timeout: float) -> None:
         """Write one message; raise ``ChannelTimeout`` if the agent does not drain it in time."""
-        data = _encode(message).encode() + b"\n"
+        data = orjson.dumps(message, option=_OPT_LINE)
         deadline = time.monotonic() + timeout
         view = memoryview(data)
         while view:
@@ -111,6 +115,26 @@ class Channel:
             if not chunk:
                 raise ChannelClosed("the agent closed the channel (exited or crashed)")
             self._buffer += chunk
+
+    def wait_closed(self, timeout: float, max_bytes: int = 65536) -> bool:
+        """Wait up to ``timeout`` seconds for the agent to close its end (it exited, or obeyed ``close``),
+        discarding at most ``max_bytes`` of anything it still sends. True once the channel is closed."""
+        deadline = time.monotonic() + timeout
+        discarded = 0
+        while discarded <= max_bytes:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._poll_in.poll(remaining * 1000):
+                return False
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return True
+            if not chunk:
+                return True
+            discarded += len(chunk)
+        return False
 
     @staticmethod
     def _decode(line: bytes) -> dict[str, Any]:

@@ -97,6 +97,11 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=int, help="seed the agents' random/numpy RNGs (player 2 gets seed + 1)"
     )
     parser.add_argument("--no-states", action="store_true", help="leave the per-move states out of the JSON")
+    parser.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="do not pin the duel to one free core (default: pinned unless $DUEL_CPU_PINNING=off)",
+    )
     return parser
 
 
@@ -155,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             matches=args.matches,
             on_progress=_Progress(sys.stderr),
             record_states=not args.no_states,
+            pin_cpus=False if args.no_pin else None,
         )
     except KeyboardInterrupt:
         print("run_duel: interrupted", file=sys.stderr)

@@ -28,6 +28,7 @@ from typing import Any
 
 from environments import Game, GameInfo, IllegalActionError, get_game, get_info
 from run_duel.channel import ChannelError
+from run_duel.cpu_slots import CpuSlot, claim_cpu_slot, pinning_enabled, slot_width
 from run_duel.duel_result import (
     DRAW,
     ERROR,
@@ -48,7 +49,8 @@ MAX_RELAUNCHES = 2
 DUEL_LOG_CHARS = 16 * 1024
 ERROR_LOG_CHARS = 2000
 ERROR_LOG_LINES = 20
-#: How long agents may take to exit after ``close`` before they are killed (they lose nothing by it).
+#: How long agents may take to close their channel after ``close`` before they are killed (they lose
+#: nothing by it).
 CLOSE_GRACE_S = 0.1
 
 
@@ -196,6 +198,7 @@ class Referee:
         *,
         on_progress: Callable[[int, int], None] | None = None,
         record_states: bool = True,
+        pin_cpus: bool = True,
     ) -> None:
         self.game = game
         self.slug = slug
@@ -204,6 +207,8 @@ class Referee:
         self.num_matches = matches
         self.on_progress = on_progress
         self.record_states = record_states
+        self.pin_cpus = pin_cpus
+        self.cpu_slot: CpuSlot | None = None
         self.infra_error = ""
 
     # -- duel ----------------------------------------------------------------------------------------
@@ -213,13 +218,19 @@ class Referee:
         started_at = datetime.now(UTC)
         t0 = time.perf_counter()
         results: list[dict[str, Any]] = []
+        if self.pin_cpus:
+            self.cpu_slot = claim_cpu_slot(slot_width(self.agents[0].limits.cpus))
         try:
             for index in range(self.num_matches):
                 results.append(self.play_match(index))
                 if self.on_progress is not None:
                     self.on_progress(index + 1, self.num_matches)
         finally:
-            self._close(*self.agents)
+            try:
+                self._close(*self.agents)
+            finally:
+                if self.cpu_slot is not None:
+                    self.cpu_slot.release()
         duel = aggregate(results)
         duel["error_msg"] = ""
         if self.infra_error:
@@ -239,6 +250,7 @@ class Referee:
                 "player_2_relaunches": self.agents[1].relaunches,
                 "environment": self.slug,
                 "sandbox": getattr(self.sandbox, "name", type(self.sandbox).__name__),
+                "cpus": sorted(self.cpu_slot.cpus) if self.cpu_slot is not None else None,
                 "isolation": getattr(self.sandbox, "isolation", ""),
                 "started_at": started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                 "duration_s": round(time.perf_counter() - t0, 4),
@@ -247,7 +259,8 @@ class Referee:
         return duel
 
     def _close(self, *agents: _Agent) -> None:
-        """Say ``close`` to each running agent, give them a moment to exit together, then kill them."""
+        """Say ``close`` to each running agent, give them a moment to close their channel (the harness
+        does at once), then kill them: their logs hold what they wrote before closing."""
         running = [a for a in agents if a.proc is not None]
         for agent in running:
             try:
@@ -258,10 +271,7 @@ class Referee:
                 log.exception("closing %s failed", agent.name)
         deadline = time.monotonic() + CLOSE_GRACE_S
         for agent in running:
-            try:
-                agent.proc.wait_exit(max(0.0, deadline - time.monotonic()))
-            except SandboxError as exc:  # the sandbox failed (e.g. the engine restarted): kill it anyway
-                log.warning("waiting for %s to exit failed: %s", agent.name, exc)
+            agent.proc.channel.wait_closed(max(0.0, deadline - time.monotonic()))
         kill_many = getattr(self.sandbox, "kill_many", None)
         if len(running) > 1 and callable(kill_many):  # e.g. Docker: remove the containers concurrently
             kill_many([agent.proc for agent in running])
@@ -287,6 +297,23 @@ class Referee:
                 agent.spawn()
         for agent in spawn:
             agent.await_ready()
+        self._place([agent for agent in spawn if agent.proc is not None])
+
+    def _place(self, agents: list[_Agent]) -> None:
+        """Pin freshly started agents and the referee's thread to the duel's CPU slot (``cpu_slots``).
+
+        Done after ``ready``: the agents' start-up (Python, numpy, player.py) runs in parallel first."""
+        if self.cpu_slot is None or not agents:
+            return
+        cpus = self.cpu_slot.cpus
+        procs = [agent.proc for agent in agents]
+        pin_many = getattr(self.sandbox, "pin_many", None)
+        if len(procs) > 1 and callable(pin_many):  # e.g. Docker: one engine call per container
+            pin_many(procs, cpus)
+        else:
+            for proc in procs:
+                proc.pin_cpus(cpus)
+        self.cpu_slot.pin_current_thread()
 
     # -- match ---------------------------------------------------------------------------------------
 
@@ -531,13 +558,15 @@ def play_duel(
     limits: Limits | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     record_states: bool = True,
+    pin_cpus: bool | None = None,
 ) -> dict[str, Any]:
     """Play a duel and return the duel JSON (``run_duel/duel_result.schema.json``).
 
     ``game_slug`` names a registered game (or is a ``Game`` object, for tests). ``matches`` defaults to
     the game's ``matches_per_duel`` and ``limits`` to the game's ``info.yml`` limits; either replaces the
-    ``limits`` of both launch specs. Never raises for player errors or sandbox failures: they are in
-    the result (``PLAYER_x_ERROR`` / ``ERROR``).
+    ``limits`` of both launch specs. ``pin_cpus`` (default ``$DUEL_CPU_PINNING``, on) runs the referee
+    and both agents on one free core once they are ready (``run_duel.cpu_slots``). Never raises for
+    player errors or sandbox failures: they are in the result (``PLAYER_x_ERROR`` / ``ERROR``).
     """
     if isinstance(game_slug, Game):
         game = game_slug
@@ -558,6 +587,13 @@ def play_duel(
         dataclasses.replace(agent_2, limits=limits, labels={**agent_2.labels, "seat": "2"}),
     )
     referee = Referee(
-        game, slug, sandbox, specs, matches, on_progress=on_progress, record_states=record_states
+        game,
+        slug,
+        sandbox,
+        specs,
+        matches,
+        on_progress=on_progress,
+        record_states=record_states,
+        pin_cpus=pinning_enabled() if pin_cpus is None else pin_cpus,
     )
     return referee.run()

@@ -118,6 +118,17 @@ class Transport:
         while view:
             view = view[os.write(self._write_fd, view) :]
 
+    def close(self) -> None:
+        """Close our end now, so the referee sees end-of-file before the interpreter shuts down."""
+        try:
+            self._reader.close()
+            if self._sock is not None:
+                self._sock.close()
+            else:
+                os.close(self._write_fd)
+        except OSError:
+            pass
+
 
 def _stdio_transport() -> Transport:
     """Move the protocol off fds 0/1 so that the user's prints go to stderr."""
@@ -275,6 +286,7 @@ def serve(transport: Transport, player: object) -> int:
                 player.end(asarray(msg["state"]), msg["reward"])
                 reply = _ENDED
             elif kind == "close":
+                transport.close()
                 return 0
             else:
                 raise ProtocolError(f"unknown message type {kind!r}")

@@ -84,6 +84,11 @@ class AgentProcess(ABC):
     def kill(self) -> None:
         """Stop everything this agent started and release its resources. Safe to call twice."""
 
+    def pin_cpus(self, cpus: frozenset[int]) -> bool:
+        """Restrict the agent (every process and thread it has, and those it starts later) to the cores
+        ``cpus``; False when this sandbox cannot. Placement only: never a reason to fail a duel."""
+        return False
+
     def __enter__(self) -> AgentProcess:
         return self
 

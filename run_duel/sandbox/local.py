@@ -309,6 +309,34 @@ class LocalAgentProcess(AgentProcess):
             self._stderr.drain(STDERR_DRAIN_S)
         return self._stderr.text()
 
+    def _process_tree(self) -> list[int]:
+        """The agent's processes: its pids cgroup when there is one, else the launched process and its
+        descendants (``/proc/<pid>/task/<tid>/children``)."""
+        if self._cgroup is not None:
+            pids = self._cgroup.pids()
+            if pids:
+                return pids
+        found, queue = [], [self.pid]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            with contextlib.suppress(OSError):
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as handle:
+                        queue.extend(int(child) for child in handle.read().split())
+        return found
+
+    def pin_cpus(self, cpus: frozenset[int]) -> bool:
+        """Set the affinity of every thread of every agent process (new ones inherit it)."""
+        pinned = False
+        for pid in self._process_tree():
+            with contextlib.suppress(OSError):
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(int(task), cpus)
+                        pinned = True
+        return pinned
+
     def kill(self) -> None:
         """SIGKILL the whole process group (and cgroup), reap, close pipes, remove the temp folder."""
         if self._dead:

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from dockertest_support import HOSTILE, containers_with_label
+from dockertest_support import HOSTILE, REPO, containers_with_label
 
 from run_duel.sandbox.base import LaunchSpec, Limits, SandboxError
 from run_duel.sandbox.docker import AGENT_UID, reap_orphans
@@ -218,3 +218,19 @@ def test_a_non_root_referee_shares_the_socket_by_mode() -> None:
         shutil.rmtree(tmp_path, ignore_errors=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0o711", "0o666"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="placement needs at least two usable cores")
+def test_a_duel_pins_both_containers_to_its_core_once_ready(
+    docker_sandbox, build_dir, duel_label: str
+) -> None:
+    from run_duel.referee import play_duel
+
+    spec = LaunchSpec(agent=build_dir(REPO / "tests" / "agents" / "affinity"), labels={"duel": duel_label})
+    duel = play_duel("tic-tac-toe", docker_sandbox, spec, spec, matches=2, pin_cpus=True)
+    assert duel["player_1_errors"] == duel["player_2_errors"] == duel["other_errors"] == 0, duel["error_msg"]
+    assert duel["cpus"] is not None and len(duel["cpus"]) == 1
+    for log in (duel["player_1_log"], duel["player_2_log"]):
+        reports = [line for line in log.splitlines() if line.startswith("AFFINITY")]
+        assert reports[-1] == f"AFFINITY {duel['cpus']} {duel['cpus']}", log[-2000:]
+    assert containers_with_label("duel", duel_label) == []

@@ -155,3 +155,33 @@ def test_the_harness_does_not_import_run_duel():
         [sys.executable, "-I", str(HARNESS_PATH), "--help"], capture_output=True, timeout=30, check=False
     )
     assert done.returncode == 0
+
+
+def test_close_ends_the_conversation_before_the_interpreter_shuts_down(make_agent, tmp_path):
+    """The referee sees end-of-file as soon as it says ``close``, whatever the user's exit hooks do."""
+    agent = make_agent(
+        "import atexit, time\natexit.register(time.sleep, 60)\n"
+        + player_source("return int(valid_actions[0])")
+    )
+    path = str(tmp_path / "agent.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(20)
+    proc = subprocess.Popen(
+        [sys.executable, str(HARNESS_PATH), "--agent-dir", str(agent), "--connect", path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        conn, _ = server.accept()
+        conn.settimeout(20)
+        reader = conn.makefile("rb")
+        assert json.loads(reader.readline()) == {"type": "ready"}
+        conn.sendall(b'{"type":"close"}\n')
+        assert reader.readline() == b""  # end-of-file ...
+        assert proc.poll() is None  # ... while the process is still in its 60 s exit hook
+    finally:
+        proc.kill()
+        proc.wait()
+        server.close()

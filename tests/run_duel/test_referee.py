@@ -26,6 +26,7 @@ DUEL_EXTRAS = {
     "environment",
     "sandbox",
     "isolation",
+    "cpus",
     "started_at",
     "duration_s",
 }
