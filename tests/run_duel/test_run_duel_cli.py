@@ -63,11 +63,13 @@ def test_output_file_no_states_and_a_zipped_agent(tmp_path):
         "--no-states",
         "--seed",
         "3",
+        "--no-pin",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     duel = json.loads(out.read_text())
     assert duel["matches"][0]["states"] == [] and duel["player_1_errors"] == 0
+    assert duel["cpus"] is None  # --no-pin: the kernel placed the duel
 
 
 @pytest.mark.parametrize(
