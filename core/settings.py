@@ -292,7 +292,12 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "arena")
 # A queue of its own for the publisher's tasks (docker-compose: "publisher", consumed by the publisher
 # service, the only one that needs git credentials); empty: they run on the default queue like the rest.
 PUBLISHER_QUEUE = env_str("PUBLISHER_QUEUE", "") or ""
-CELERY_TASK_ROUTES = {"publisher.*": {"queue": PUBLISHER_QUEUE}} if PUBLISHER_QUEUE else {}
+LIVE_PLAY_QUEUE = env_str("LIVE_PLAY_QUEUE", "") or ""
+CELERY_TASK_ROUTES = {
+    pattern: {"queue": queue}
+    for pattern, queue in (("publisher.*", PUBLISHER_QUEUE), ("duel_runner.play_session", LIVE_PLAY_QUEUE))
+    if queue
+}
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "duel-runner-reap": {"task": "duel_runner.reap", "schedule": REAPER_INTERVAL_SECONDS},

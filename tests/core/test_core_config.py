@@ -157,22 +157,32 @@ def test_a_bad_value_stops_the_settings_with_the_variable_name(tmp_path):
     assert "LEASE_SECONDS='soon' is not an integer" in out.stderr
 
 
-def test_publisher_tasks_get_their_own_queue_only_when_one_is_named(tmp_path):
+def test_publisher_and_live_game_tasks_get_their_own_queues_only_when_named(tmp_path):
     import os
     import subprocess
     import sys
 
     code = (
         "from core.celery import app; "
-        "print(app.amqp.router.route({}, 'publisher.sweep')['queue'].name, "
-        "app.amqp.router.route({}, 'duel_runner.run_duel')['queue'].name)"
+        "from core.management.commands.run_dev_worker import dev_queues; "
+        "route = lambda name: app.amqp.router.route({}, name)['queue'].name; "
+        "print(route('publisher.sweep'), route('duel_runner.play_session'), route('duel_runner.run_duel'), "
+        "','.join(dev_queues()))"
     )
     queues = []
-    for named in ("", "publisher"):
+    for publisher, live in (("", ""), ("publisher", "live")):
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PUBLISHER_QUEUE")}
-        env.update(DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="core.settings", PUBLISHER_QUEUE=named)
+        env.update(
+            DATA_DIR=str(tmp_path),
+            DJANGO_SETTINGS_MODULE="core.settings",
+            PUBLISHER_QUEUE=publisher,
+            LIVE_PLAY_QUEUE=live,
+        )
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True
         )
         queues.append(out.stdout.split())
-    assert queues == [["arena", "arena"], ["publisher", "arena"]]
+    assert queues == [
+        ["arena", "arena", "arena", "arena"],
+        ["publisher", "live", "arena", "arena,publisher,live"],  # the dev worker serves every queue
+    ]

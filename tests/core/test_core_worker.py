@@ -2,6 +2,7 @@
 flow, and surviving a killed worker and a wiped broker with exactly one stored result."""
 
 import time
+from pathlib import Path
 
 import pytest
 from core_testlib import wait_for, zip_player
@@ -11,6 +12,7 @@ from core.models import Build, Duel, Match, Rating, Revision, SmokeTest
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 MATCHES = 60  # tic-tac-toe minimax self-play: a few seconds
+DELIBERATE = Path(__file__).resolve().parents[1] / "agents" / "deliberate"
 
 
 def revision_state(pk):
@@ -54,7 +56,9 @@ def test_uploads_are_built_smoke_tested_and_dueled_by_a_worker(start_worker, env
 def test_a_duel_interrupted_by_a_killed_worker_is_rerun_after_its_lease_expires(
     start_worker, eligible, settings
 ):
-    a, b = eligible("minimax", name="a"), eligible("minimax", name="b")
+    # Deliberate players (10 ms a move): the 60-match duel lasts ~5 s however fast the machine, so the
+    # kill below always lands mid-duel.
+    a, b = eligible(str(DELIBERATE), name="a"), eligible(str(DELIBERATE), name="b")
     first = start_worker()
     duel = schedule_duel(a, b, num_matches=MATCHES)
     wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "RUNNING", 60, "the duel to start", interval=0.05)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from deploy_helpers import REPO, compose_binary, require
 
-LONG_RUNNING = ("db", "redis", "web", "worker", "manager", "publisher", "nginx")
-PLATFORM = ("migrate", "static", "web", "worker", "manager", "publisher")
+LONG_RUNNING = ("db", "redis", "web", "worker", "live", "manager", "publisher", "nginx")
+PLATFORM = ("migrate", "static", "web", "worker", "live", "manager", "publisher")
 
 
 def run_config(project: Path, env_lines: list[str], *extra: str) -> subprocess.CompletedProcess[str]:
@@ -53,11 +53,11 @@ def test_the_stack_has_every_role(stack: dict[str, Any]) -> None:
     assert set(LONG_RUNNING) | {"migrate", "static", "certbot", "autoscaler"} == set(stack["services"])
 
 
-def test_only_the_worker_gets_the_docker_socket(stack: dict[str, Any]) -> None:
+def test_only_the_workers_get_the_docker_socket(stack: dict[str, Any]) -> None:
     with_socket = [
         name for name, svc in stack["services"].items() if "/var/run/docker.sock" in volume_sources(svc)
     ]
-    assert with_socket == ["worker"]
+    assert sorted(with_socket) == ["live", "worker"]
 
 
 def test_every_long_running_service_has_a_healthcheck(stack: dict[str, Any]) -> None:
@@ -97,7 +97,7 @@ def test_only_nginx_is_published_on_every_interface(stack: dict[str, Any]) -> No
 def test_database_and_data_live_in_named_volumes(stack: dict[str, Any]) -> None:
     assert {"pgdata", "data", "static", "redisdata"} <= set(stack["volumes"])
     assert "pgdata" in volume_sources(stack["services"]["db"])
-    for name in ("web", "worker", "manager", "publisher"):
+    for name in ("web", "worker", "live", "manager", "publisher"):
         assert "data" in volume_sources(stack["services"][name]), name
 
 
@@ -136,10 +136,11 @@ def test_profiles_keep_certbot_and_the_autoscaler_out_of_a_plain_up(tmp_path: Pa
     assert "certbot" not in services and "autoscaler" not in services
 
 
-def test_the_worker_shares_its_agent_runtime_folder_with_the_host_at_the_same_path(
-    stack: dict[str, Any],
+@pytest.mark.parametrize("name", ["worker", "live"])
+def test_the_workers_share_their_agent_runtime_folder_with_the_host_at_the_same_path(
+    stack: dict[str, Any], name: str
 ) -> None:
-    worker = stack["services"]["worker"]
+    worker = stack["services"][name]
     runtime = worker["environment"]["AGENT_RUNTIME_DIR"]
     binds = {(v["source"], v["target"]) for v in worker["volumes"] if v["type"] == "bind"}
     assert (runtime, runtime) in binds
@@ -150,3 +151,13 @@ def test_publisher_tasks_are_routed_to_the_publisher_services_queue(stack: dict[
     queue = command[command.index("--queues") + 1]
     for name in PLATFORM:
         assert stack["services"][name]["environment"]["PUBLISHER_QUEUE"] == queue, name
+
+
+def test_live_games_are_routed_to_the_live_services_queue(stack: dict[str, Any]) -> None:
+    live = stack["services"]["live"]
+    command = live["command"]
+    queue = command[command.index("--queues") + 1]
+    assert live["environment"]["SANDBOX"] == "docker"
+    assert "--queues" not in stack["services"]["worker"]["command"]  # the worker keeps the default queue
+    for name in PLATFORM:
+        assert stack["services"][name]["environment"]["LIVE_PLAY_QUEUE"] == queue, name

@@ -118,7 +118,7 @@ def test_every_service_becomes_healthy_and_the_jobs_succeed(stack: Stack) -> Non
         json.loads(line) for line in stack.compose("ps", "-a", "--format", "json").stdout.splitlines()
     ]
     state = {s["Service"]: (s["State"], s.get("Health", ""), s.get("ExitCode")) for s in services}
-    for name in ("db", "redis", "web", "worker", "manager", "publisher", "nginx"):
+    for name in ("db", "redis", "web", "worker", "live", "manager", "publisher", "nginx"):
         assert state[name][:2] == ("running", "healthy"), (name, state[name])
     for job in ("migrate", "static"):
         assert state[job][0] == "exited" and state[job][2] == 0, (job, state[job])
@@ -150,6 +150,47 @@ def test_example_players_are_built_and_smoke_tested_in_docker_sandboxes(stack: S
         revisions,
         stack.compose("logs", "--tail", "60", "worker").stdout[-6000:],
     )
+
+
+#: Opens a live game against the random Tic-tac-toe agent (the agent moves first); prints the session id.
+START_LIVE_GAME = """
+from django.contrib.auth import get_user_model
+from core.actions.play import start_play_session
+from core.models import Competitor
+person = get_user_model().objects.filter(email="live@example.org").first()
+person = person or get_user_model().objects.create_user("live@example.org", "live-game-pw")
+agent = Competitor.objects.get(environment__slug="tic-tac-toe", name__icontains="random")
+print(start_play_session(person, agent.pk, human_first=False).pk)
+"""
+SHOW_LIVE_GAME = """
+import json
+from core.models import PlaySession
+s = PlaySession.objects.get(pk={pk})
+print(json.dumps({{"status": s.status, "moves": s.moves, "worker": s.worker}}))
+"""
+
+
+def test_live_games_run_on_the_live_service(stack: Stack) -> None:
+    """A person's game goes to the `live` queue, whose own workers run the agent in a Docker sandbox."""
+    started = stack.web("python", "manage.py", "shell", "-c", START_LIVE_GAME)
+    assert started.returncode == 0, started.stderr[-3000:]
+    pk = int(started.stdout.split()[-1])
+    deadline = time.monotonic() + 120
+    seen: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        shown = stack.web("python", "manage.py", "shell", "-c", SHOW_LIVE_GAME.format(pk=pk))
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        seen = json.loads(shown.stdout.splitlines()[-1])
+        if seen["status"] == "PLAYING" and seen["moves"] >= 1:
+            break
+        time.sleep(1)
+    assert seen["status"] == "PLAYING" and seen["moves"] >= 1, (
+        seen,
+        stack.compose("logs", "--tail", "60", "live").stdout[-6000:],
+    )
+    live_ids = stack.compose("ps", "-q", "live").stdout.split()
+    host = str(seen["worker"]).split(":", 1)[0]
+    assert any(container.startswith(host) for container in live_ids), (seen, live_ids)
 
 
 def test_workers_scale_out(stack: Stack) -> None:

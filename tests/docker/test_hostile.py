@@ -60,6 +60,7 @@ EXPECTED = {
     "privilege_escalation": None,
     "read_secrets": None,
     "fd_exhaustion": None,
+    "cpu_hog": None,
 }
 
 
@@ -76,7 +77,7 @@ def _report(duel: dict) -> dict:
     raise AssertionError(f"no HOSTILE_REPORT in the log:\n{duel['player_1_log'][-2000:]}")
 
 
-def _check_report(name: str, report: dict) -> None:
+def _check_report(name: str, report: dict, duel: dict) -> None:
     """Behaviour-specific proof that the sandbox contained the attempt."""
     if name == "fork_bomb":
         assert report["forks"] < LIMITS.pids
@@ -126,6 +127,10 @@ def _check_report(name: str, report: dict) -> None:
     elif name == "fd_exhaustion":
         assert report["opened"] < LIMITS.open_files
         assert report["error"] == "Too many open files"
+    elif name == "cpu_hog":
+        assert report["spinners"] == 2
+        if duel["cpus"] is not None:  # pinned (two or more free cores): the hog never leaves its duel's core
+            assert report["cpus"] == report["spinner_cpus"] == duel["cpus"], (report, duel["cpus"])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -158,7 +163,7 @@ def test_hostile_agent_is_contained(
     if name in ("stdout_flood", "stderr_flood"):
         assert len(duel["player_1_log"]) <= 20 * 1024
     if EXPECTED[name] is None and name not in ("stdout_flood", "stderr_flood", "close_stdio"):
-        _check_report(name, _report(duel))
+        _check_report(name, _report(duel), duel)
 
     assert containers_with_label("duel", duel_label) == []
     assert rss_mb() - rss_before < 64

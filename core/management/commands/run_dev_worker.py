@@ -10,8 +10,18 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 
+def dev_queues() -> list[str]:
+    """The default queue, then the publisher's and live games' queues when they are named (once each):
+    in development one worker serves them all."""
+    queues = [settings.CELERY_TASK_DEFAULT_QUEUE, settings.PUBLISHER_QUEUE, settings.LIVE_PLAY_QUEUE]
+    return list(dict.fromkeys(queue for queue in queues if queue))
+
+
 class Command(BaseCommand):
-    help = "Exec `celery -A core worker -B` (worker + periodic reaper) with the configured concurrency."
+    help = (
+        "Exec `celery -A core worker -B` (worker + periodic reaper) with the configured concurrency, "
+        "consuming every configured queue (default, publisher, live games)."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--no-beat", action="store_true", help="Run beat elsewhere (production).")
@@ -30,7 +40,7 @@ class Command(BaseCommand):
             "--concurrency",
             str(settings.CELERY_WORKER_CONCURRENCY),
             "-Q",
-            settings.CELERY_TASK_DEFAULT_QUEUE,
+            ",".join(dev_queues()),
         ]
         if not options["no_beat"]:
             argv.append("--beat")
