@@ -17,7 +17,8 @@ old-stdlib: the same with the standard library's ThreadingHTTPServer instead of 
 Every timing includes starting and removing both containers. Runs alternate between the designs; the
 median over ``--repeat`` runs is shown. Before the duels, ``--launches`` single launches are timed phase by
 phase (create, start, harness connected, ``ready``, exit after ``close``, removal) to show where a
-container's start-up goes.
+container's start-up goes, and ours prints where its duels went (the duel JSON's ``phases_s``: starting
+both agents to ready and pinned, playing, closing; plus sandbox creation and ``close`` outside the referee).
 """
 
 from __future__ import annotations
@@ -270,9 +271,13 @@ def main() -> int:
     )
 
     times: dict[str, list[float]] = {"ours": [], "flask": [], "stdlib": []}
+    phases: dict[str, list[float]] = {"start": [], "play": [], "close": [], "outside the referee": []}
     for _ in range(args.repeat):
         elapsed, duel = ours(image, args.matches)
         times["ours"].append(elapsed)
+        for name, value in duel["phases_s"].items():
+            phases[name].append(value)
+        phases["outside the referee"].append(elapsed - duel["duration_s"])
         moves = sum(m["num_moves"] for m in duel["matches"])
         move_times = [t for m in duel["matches"] for t in m["move_times"]]
         elapsed, flask_tally = old(flask_image, args.matches)
@@ -286,6 +291,11 @@ def main() -> int:
     print(
         f"      {moves} moves in the last run; "
         f"send->reply median {statistics.median(move_times) * 1e6:.0f} µs"
+    )
+    print(
+        "      where it goes (medians): "
+        + ", ".join(f"{name} {statistics.median(values):.3f} s" for name, values in phases.items())
+        + f"; cores {duel['cpus']}"
     )
     print(
         f"  old  (Flask {flask_version} per player, HTTP per move): {med['flask']:6.2f} s  [{runs['flask']}]"

@@ -3,8 +3,8 @@
 A duel is strictly turn-based: the referee waits while an agent thinks, and the other agent waits for
 its turn, so the three processes never need two cores at once. What a move costs is mostly waking the
 process whose turn it is; when it sleeps on another core the kernel must interrupt that core (on a
-virtual machine an inter-processor interrupt is a hypervisor exit), which measured 55-60 µs per round
-trip here against 3-4 µs when both ends share a core. So a duel claims a *slot* (a core, or
+virtual machine an inter-processor interrupt is a hypervisor exit), which measured 58-70 µs per round
+trip here against 3-7 µs when both ends share a core. So a duel claims a *slot* (a core, or
 ``ceil(Limits.cpus)`` cores when agents may use more than one), pins its agents and its referee thread
 there once they are ready, and releases the slot when it ends. Start-up runs unpinned, because the two
 agents' Python and numpy imports do run in parallel.

@@ -210,6 +210,7 @@ class Referee:
         self.pin_cpus = pin_cpus
         self.cpu_slot: CpuSlot | None = None
         self.infra_error = ""
+        self.start_s = 0.0  # time spent starting agents (launch to ready and placement, relaunches too)
 
     # -- duel ----------------------------------------------------------------------------------------
 
@@ -226,11 +227,13 @@ class Referee:
                 if self.on_progress is not None:
                     self.on_progress(index + 1, self.num_matches)
         finally:
+            closing = time.perf_counter()
             try:
                 self._close(*self.agents)
             finally:
                 if self.cpu_slot is not None:
                     self.cpu_slot.release()
+            ended = time.perf_counter()
         duel = aggregate(results)
         duel["error_msg"] = ""
         if self.infra_error:
@@ -254,6 +257,11 @@ class Referee:
                 "isolation": getattr(self.sandbox, "isolation", ""),
                 "started_at": started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                 "duration_s": round(time.perf_counter() - t0, 4),
+                "phases_s": {
+                    "start": round(self.start_s, 4),
+                    "play": round(max(0.0, closing - t0 - self.start_s), 4),
+                    "close": round(ended - closing, 4),
+                },
             }
         )
         return duel
@@ -286,18 +294,24 @@ class Referee:
         """
         # An agent past the relaunch cap has ``fatal`` set, so it is never launched again.
         spawn = [a for a in self.agents if a.proc is None and a.fatal is None]
-        launch_many = getattr(self.sandbox, "launch_many", None)
-        if len(spawn) > 1 and callable(launch_many):
-            procs = launch_many([a.spec for a in spawn])
-            for agent, proc in zip(spawn, procs, strict=True):
-                agent.launches += 1
-                agent.proc = proc
-        else:
+        if not spawn:
+            return
+        t0 = time.perf_counter()
+        try:
+            launch_many = getattr(self.sandbox, "launch_many", None)
+            if len(spawn) > 1 and callable(launch_many):
+                procs = launch_many([a.spec for a in spawn])
+                for agent, proc in zip(spawn, procs, strict=True):
+                    agent.launches += 1
+                    agent.proc = proc
+            else:
+                for agent in spawn:
+                    agent.spawn()
             for agent in spawn:
-                agent.spawn()
-        for agent in spawn:
-            agent.await_ready()
-        self._place([agent for agent in spawn if agent.proc is not None])
+                agent.await_ready()
+            self._place([agent for agent in spawn if agent.proc is not None])
+        finally:
+            self.start_s += time.perf_counter() - t0
 
     def _place(self, agents: list[_Agent]) -> None:
         """Pin freshly started agents and the referee's thread to the duel's CPU slot (``cpu_slots``).

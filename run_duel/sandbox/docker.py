@@ -288,7 +288,7 @@ class DockerAgentProcess(AgentProcess):
         try:
             get_client().api.update_container(self.container_id, cpuset_cpus=",".join(map(str, sorted(cpus))))
         except NotFound:
-            return False  # already killed (the agent failed and was discarded meanwhile)
+            return False  # the container is gone already: the referee finds out at its next message
         except ENGINE_FAILURES as exc:
             log.warning(
                 "could not pin container %s to cpus %s: %s", self.container_id[:12], sorted(cpus), exc
@@ -484,20 +484,11 @@ class DockerSandbox(Sandbox):
 
     def kill_many(self, procs: list[DockerAgentProcess]) -> None:
         """Kill several agents concurrently (removing a container is an engine round trip of 10-100 ms)."""
-        if len(procs) <= 1:
-            for proc in procs:
-                proc.kill()
-            return
-        with ThreadPoolExecutor(max_workers=len(procs), thread_name_prefix="docker-kill") as pool:
-            for future in [pool.submit(proc.kill) for proc in procs]:
-                future.result()
+        _each_concurrently(DockerAgentProcess.kill, procs, "docker-kill")
 
     def pin_many(self, procs: list[DockerAgentProcess], cpus: frozenset[int]) -> list[bool]:
-        """Pin several agents concurrently (``DockerAgentProcess.pin_cpus``)."""
-        if len(procs) <= 1:
-            return [proc.pin_cpus(cpus) for proc in procs]
-        with ThreadPoolExecutor(max_workers=len(procs), thread_name_prefix="docker-pin") as pool:
-            return list(pool.map(lambda proc: proc.pin_cpus(cpus), procs))
+        """Pin several agents concurrently (``DockerAgentProcess.pin_cpus``, one engine call each)."""
+        return _each_concurrently(lambda proc: proc.pin_cpus(cpus), procs, "docker-pin")
 
     def _accept(self, listener: socket.socket, container_id: str) -> socket.socket:
         """Wait for the harness to connect; fail early if the container exits first."""
@@ -527,6 +518,15 @@ class DockerSandbox(Sandbox):
             proc.kill()
         self._remover.join()
         shutil.rmtree(self._root, ignore_errors=True)
+
+
+def _each_concurrently(call: Callable[[Any], Any], items: list[Any], name: str) -> list[Any]:
+    """``[call(item) for item in items]``, one thread per item when there are several (each call is an
+    engine round trip); the first exception is raised once every call has ended."""
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix=name) as pool:
+        return list(pool.map(call, items))
 
 
 def _owner_alive(labels: dict[str, str]) -> bool:

@@ -27,6 +27,7 @@ DUEL_EXTRAS = {
     "sandbox",
     "isolation",
     "cpus",
+    "phases_s",
     "started_at",
     "duration_s",
 }
@@ -62,6 +63,14 @@ def test_the_duel_json_has_every_rl_arena_field_and_only_documented_extras(rando
     assert set(result) == DUEL_FIELDS | DUEL_EXTRAS
     for match in result["matches"]:
         assert set(match) == MATCH_FIELDS | MATCH_EXTRAS
+
+
+def test_the_duel_says_where_its_time_went(random_duel):
+    result, _ = random_duel
+    phases = result["phases_s"]
+    assert set(phases) == {"start", "play", "close"}
+    assert phases["start"] > 0 and phases["play"] > 0  # two agents were started; six matches were played
+    assert sum(phases.values()) == pytest.approx(result["duration_s"], abs=0.01)
 
 
 def test_the_first_player_alternates_starting_with_player_1(random_duel):
