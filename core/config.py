@@ -10,9 +10,11 @@ set in the process environment win over it.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -84,8 +86,10 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return value
 
 
-def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
-    """A finite float, optionally bounded below."""
+def env_float(
+    name: str, default: float, *, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    """A finite float, optionally bounded."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         value = default
@@ -98,6 +102,22 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
             raise ImproperlyConfigured(f"{name}={raw!r} must be a finite number")
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be <= {maximum}")
+    return value
+
+
+def env_json_object(name: str, default: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object (``{"beta": 2.5}``); empty or unset gives ``default``."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return dict(default)
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f'{name}={raw!r} must be a JSON object like {{"beta": 2.5}}')
     return value
 
 

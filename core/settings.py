@@ -18,6 +18,7 @@ from core.config import (
     env_choice,
     env_float,
     env_int,
+    env_json_object,
     env_list,
     env_path,
     env_secret,
@@ -310,6 +311,19 @@ TM_RATER = env_choice("TM_RATER", "trueskill", ("trueskill", "openskill"))
 TM_MATCHMAKE_INTERVAL_SECONDS = env_float("TM_MATCHMAKE_INTERVAL_SECONDS", 10.0, minimum=0.5)
 TM_CHECK_EDITIONS_INTERVAL_SECONDS = env_float("TM_CHECK_EDITIONS_INTERVAL_SECONDS", 300.0, minimum=1.0)
 TM_LADDER_QUEUE_TARGET = env_int("TM_LADDER_QUEUE_TARGET", 2 * CELERY_WORKER_CONCURRENCY, minimum=0)
+# The rater's keyword arguments, e.g. {"beta": 2.5} or {"tau": 0.1} (tournament_manager/rating.py).
+TM_RATER_PARAMS = env_json_object("TM_RATER_PARAMS", {})
+# Ladder matchmaking; the defaults are tournament_manager.matchmaking.MatchmakingPolicy's (a test checks).
+TM_PLACEMENT_MATCHES = env_int("TM_PLACEMENT_MATCHES", 10, minimum=0)
+TM_NEIGHBOURS = env_int("TM_NEIGHBOURS", 5, minimum=1)
+TM_RANDOM_SHARE = env_float("TM_RANDOM_SHARE", 0.0, minimum=0.0, maximum=1.0)
+TM_MAX_IN_FLIGHT = env_int("TM_MAX_IN_FLIGHT", 1, minimum=1)
+TM_IDLE_AFTER_SECONDS = env_float("TM_IDLE_AFTER_SECONDS", 3600.0, minimum=0.0)
+# Bradley-Terry tie fits (tournament_manager/tie_fit.py).
+TM_TIE_FIT_DELAY_SECONDS = env_float("TM_TIE_FIT_DELAY_SECONDS", 60.0, minimum=0.0)
+TM_TIE_FIT_CHECK_INTERVAL_SECONDS = env_float("TM_TIE_FIT_CHECK_INTERVAL_SECONDS", 600.0, minimum=1.0)
+TM_TIE_FIT_BOOTSTRAP = env_int("TM_TIE_FIT_BOOTSTRAP", 100, minimum=0)
+TM_TIE_FIT_PENDING_GRACE_SECONDS = env_float("TM_TIE_FIT_PENDING_GRACE_SECONDS", 600.0, minimum=0.0)
 PUBLISH_REMOTE = env_str("PUBLISH_REMOTE", "") or ""
 PUBLISH_BRANCH = env_str("PUBLISH_BRANCH", "main") or "main"
 PUBLISH_GIT_SSH_COMMAND = env_str("PUBLISH_GIT_SSH_COMMAND", "") or None

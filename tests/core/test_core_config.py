@@ -5,7 +5,17 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from core.config import env_bool, env_choice, env_int, env_list, env_secret, load_env_file, parse_database_url
+from core.config import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_json_object,
+    env_list,
+    env_secret,
+    load_env_file,
+    parse_database_url,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,6 +35,23 @@ def test_env_int_enforces_bounds(monkeypatch):
 def test_env_int_uses_the_default_when_unset(monkeypatch):
     monkeypatch.delenv("SOME_UNSET_VAR", raising=False)
     assert env_int("SOME_UNSET_VAR", 7) == 7
+
+
+def test_env_float_enforces_an_upper_bound(monkeypatch):
+    monkeypatch.setenv("TM_RANDOM_SHARE", "1.5")
+    with pytest.raises(ImproperlyConfigured, match=r"TM_RANDOM_SHARE=1\.5 must be <= 1\.0"):
+        env_float("TM_RANDOM_SHARE", 0.0, minimum=0.0, maximum=1.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"), [("{beta: 2}", "is not JSON"), ("[2.5]", "must be a JSON object")]
+)
+def test_env_json_object_refuses_what_is_not_an_object(monkeypatch, raw, message):
+    monkeypatch.setenv("TM_RATER_PARAMS", raw)
+    with pytest.raises(ImproperlyConfigured, match=f"TM_RATER_PARAMS=.*{message}"):
+        env_json_object("TM_RATER_PARAMS", {})
+    monkeypatch.setenv("TM_RATER_PARAMS", '{"beta": 2.5}')
+    assert env_json_object("TM_RATER_PARAMS", {}) == {"beta": 2.5}
 
 
 def test_env_bool_rejects_ambiguous_values(monkeypatch):
@@ -112,7 +139,10 @@ def test_example_env_documents_every_variable_the_settings_read():
 
     settings_src = (REPO / "core" / "settings.py").read_text()
     read = set(
-        re.findall(r'env_(?:str|bool|int|float|list|choice|path|secret|required)\("([A-Z_]+)"', settings_src)
+        re.findall(
+            r'env_(?:str|bool|int|float|list|choice|path|secret|required|json_object)\("([A-Z_]+)"',
+            settings_src,
+        )
     )
     documented = set(re.findall(r"^#? ?([A-Z_]+)=", (REPO / "example.env").read_text(), re.MULTILINE))
     assert read - documented == set()
@@ -186,3 +216,43 @@ def test_publisher_and_live_game_tasks_get_their_own_queues_only_when_named(tmp_
         ["arena", "arena", "arena", "arena"],
         ["publisher", "live", "arena", "arena,publisher,live"],  # the dev worker serves every queue
     ]
+
+
+def test_the_ladder_settings_default_to_the_matchmaking_policy_and_reach_it_from_the_environment(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import django, json; django.setup(); "
+        "from tournament_manager.actions import ladder_policy, get_environment_rater; "
+        "from tournament_manager.matchmaking import MatchmakingPolicy; p = ladder_policy(); "
+        "print(json.dumps([p == MatchmakingPolicy(), p.random_share, p.neighbours, p.max_in_flight, "
+        "p.idle_after.total_seconds(), get_environment_rater().beta]))"
+    )
+    seen = []
+    for overrides in (
+        {},
+        {
+            "TM_RANDOM_SHARE": "0.25",
+            "TM_NEIGHBOURS": "3",
+            "TM_MAX_IN_FLIGHT": "2",
+            "TM_IDLE_AFTER_SECONDS": "60",
+            "TM_RATER_PARAMS": '{"beta": 2.5}',
+        },
+    ):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TM_") and k != "DATABASE_URL"}
+        env.update(DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="core.settings", **overrides)
+        code_with_setup = "import django; django.setup(); " + code
+        out = subprocess.run(
+            [sys.executable, "-c", code_with_setup],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        seen.append(json.loads(out.stdout.splitlines()[-1]))
+    assert seen[0] == [True, 0.0, 5, 1, 3600.0, 25 / 6]
+    assert seen[1] == [False, 0.25, 3, 2, 60.0, 2.5]
