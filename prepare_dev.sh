@@ -12,10 +12,11 @@
 # starts it again; migrations, games, the admin and the example players are never duplicated.
 #
 # Embedded defaults (from core/settings.py, unless .env or the environment says otherwise): SQLite in
-# $DATA_DIR/db.sqlite3, the Kombu filesystem broker in $DATA_DIR/broker, and the LOCAL sandbox (agents are
-# subprocesses with resource limits, inside bubblewrap when installed: weaker isolation than Docker).
-# SANDBOX=docker in .env (or the environment) switches to the Docker sandbox; that needs a Docker engine
-# and the agent base image (scripts/ensure_docker.sh, scripts/build_base_image.sh).
+# $DATA_DIR/db.sqlite3 and the Kombu filesystem broker in $DATA_DIR/broker. The sandbox: when SANDBOX is
+# empty (as in example.env) and a Docker engine answers, the DOCKER sandbox (the agent base image is built
+# once by scripts/build_base_image.sh, about a minute, then cached); otherwise the LOCAL sandbox (agents
+# are subprocesses with resource limits, inside bubblewrap when installed: weaker isolation than Docker).
+# SANDBOX=local or SANDBOX=docker in .env (or the environment) decides instead.
 #
 # Settings (environment; .env is read by the platform itself):
 #   HOST, PORT       where the web server listens (default 127.0.0.1:8000)
@@ -189,8 +190,33 @@ setup() {
     ensure_admin
 }
 
+# The sandbox the worker uses: SANDBOX from the environment, else from $ENV_FILE, else docker when an
+# engine answers and the agent base image builds, else local. Exported, so it wins over $ENV_FILE.
+choose_sandbox() {
+    local chosen="${SANDBOX:-}"
+    if [ -z "$chosen" ] && [ -f "$ENV_FILE" ]; then
+        chosen="$(sed -n 's/^[[:space:]]*SANDBOX=[[:space:]]*["'\'']\{0,1\}\([a-z]*\).*$/\1/p' "$ENV_FILE" | tail -n 1)"
+    fi
+    if [ -n "$chosen" ]; then
+        log "sandbox: $chosen (SANDBOX is set)"
+    elif command -v docker >/dev/null 2>&1 && timeout 10 docker info >/dev/null 2>&1; then
+        log "sandbox: docker (a Docker engine answers); agent base image (cached after the first build)"
+        if "$ROOT/scripts/build_base_image.sh"; then
+            chosen=docker
+        else
+            log "the agent base image did not build: falling back to the local sandbox"
+            chosen=local
+        fi
+    else
+        log "sandbox: local (no Docker engine answers; agents run as subprocesses with resource limits)"
+        chosen=local
+    fi
+    export SANDBOX="$chosen"
+}
+
 start() {
     stop_all
+    choose_sandbox
     local web_cmd
     case "$WEB_SERVER" in
         runserver) web_cmd=("$PY" "$ROOT/manage.py" runserver --insecure "$HOST:$PORT") ;;
@@ -212,6 +238,7 @@ start() {
 
   RL Arena is running at  http://$HOST:$PORT/
   Admin:                  http://$HOST:$PORT/admin/   login $ADMIN_EMAIL   password $(admin_password)
+  Agents run in:          the $SANDBOX sandbox
   Logs and pids:          $RUN_DIR/  (web.log, worker.log)
   Queue:                  .venv/bin/python manage.py queue_status
   Stop:                   ./prepare_dev.sh --stop

@@ -121,6 +121,27 @@ def env_json_object(name: str, default: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def env_rate_limits(name: str) -> dict[str, tuple[int, int]]:
+    """``scope=hits/seconds`` pairs, comma-separated (``login=10/300,upload=20/3600``); unset: ``{}``."""
+    raw = os.environ.get(name, "")
+    limits: dict[str, tuple[int, int]] = {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        scope, _, spec = item.partition("=")
+        hits, _, seconds = spec.partition("/")
+        try:
+            parsed = (int(hits), int(seconds))
+        except ValueError:
+            parsed = (-1, 0)
+        if not scope.strip() or parsed[0] < 0 or parsed[1] < 1:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not scope=hits/seconds (e.g. login=10/300; 0 hits: no limit)"
+            )
+        limits[scope.strip()] = parsed
+    return limits
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """A comma-separated list; blanks are dropped."""
     raw = os.environ.get(name)

@@ -21,6 +21,7 @@ from core.config import (
     env_json_object,
     env_list,
     env_path,
+    env_rate_limits,
     env_secret,
     env_str,
     load_env_file,
@@ -207,6 +208,8 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 RL_ARENA_TRUST_PROXY = env_bool("BEHIND_TLS_PROXY", False)  # take the client address from X-Forwarded-For
+# Per-scope (login, signup, password_reset, upload) overrides of web/ratelimit.py's DEFAULT_LIMITS.
+RL_ARENA_RATE_LIMITS = env_rate_limits("RATE_LIMITS")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 
-#: Default limits, overridable with ``settings.RL_ARENA_RATE_LIMITS = {"login": (10, 300), ...}``.
+#: Default limits; ``RATE_LIMITS=login=10/300,...`` overrides them per scope (``RL_ARENA_RATE_LIMITS``).
 DEFAULT_LIMITS: dict[str, tuple[int, int]] = {
     "login": (10, 300),  # 10 attempts per 5 minutes per client address and per account
     "signup": (5, 3600),

@@ -12,6 +12,7 @@ from core.config import (
     env_int,
     env_json_object,
     env_list,
+    env_rate_limits,
     env_secret,
     load_env_file,
     parse_database_url,
@@ -52,6 +53,18 @@ def test_env_json_object_refuses_what_is_not_an_object(monkeypatch, raw, message
         env_json_object("TM_RATER_PARAMS", {})
     monkeypatch.setenv("TM_RATER_PARAMS", '{"beta": 2.5}')
     assert env_json_object("TM_RATER_PARAMS", {}) == {"beta": 2.5}
+
+
+def test_rate_limits_are_scope_hits_per_seconds(monkeypatch):
+    monkeypatch.setenv("RATE_LIMITS", "login=3/60, upload=0/3600")
+    assert env_rate_limits("RATE_LIMITS") == {"login": (3, 60), "upload": (0, 3600)}
+    monkeypatch.setenv("RATE_LIMITS", "login=3 per minute")
+    with pytest.raises(
+        ImproperlyConfigured, match="RATE_LIMITS: 'login=3 per minute' is not scope=hits/seconds"
+    ):
+        env_rate_limits("RATE_LIMITS")
+    monkeypatch.delenv("RATE_LIMITS")
+    assert env_rate_limits("RATE_LIMITS") == {}
 
 
 def test_env_bool_rejects_ambiguous_values(monkeypatch):
@@ -140,7 +153,7 @@ def test_example_env_documents_every_variable_the_settings_read():
     settings_src = (REPO / "core" / "settings.py").read_text()
     read = set(
         re.findall(
-            r'env_(?:str|bool|int|float|list|choice|path|secret|required|json_object)\("([A-Z_]+)"',
+            r'env_(?:str|bool|int|float|list|choice|path|secret|required|json_object|rate_limits)\("([A-Z_]+)"',
             settings_src,
         )
     )

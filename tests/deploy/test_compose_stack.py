@@ -172,13 +172,13 @@ print(json.dumps({{"status": s.status, "moves": s.moves, "worker": s.worker}}))
 
 def test_live_games_run_on_the_live_service(stack: Stack) -> None:
     """A person's game goes to the `live` queue, whose own workers run the agent in a Docker sandbox."""
-    started = stack.web("python", "manage.py", "shell", "-c", START_LIVE_GAME)
+    started = stack.web("python", "manage.py", "shell", "-v", "0", "-c", START_LIVE_GAME)
     assert started.returncode == 0, started.stderr[-3000:]
     pk = int(started.stdout.split()[-1])
     deadline = time.monotonic() + 120
     seen: dict[str, object] = {}
     while time.monotonic() < deadline:
-        shown = stack.web("python", "manage.py", "shell", "-c", SHOW_LIVE_GAME.format(pk=pk))
+        shown = stack.web("python", "manage.py", "shell", "-v", "0", "-c", SHOW_LIVE_GAME.format(pk=pk))
         assert shown.returncode == 0, shown.stderr[-3000:]
         seen = json.loads(shown.stdout.splitlines()[-1])
         if seen["status"] == "PLAYING" and seen["moves"] >= 1:

@@ -56,13 +56,18 @@ def alive(pid: int) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-def dev_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
-    """`./prepare_dev.sh` with its own DATA_DIR, PORT and .env; stopped at the end whatever happens."""
+@pytest.fixture(scope="module", params=["auto", "local"])
+def dev_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
+    """`./prepare_dev.sh` with its own DATA_DIR, PORT and .env; stopped at the end whatever happens.
+
+    ``auto``: SANDBOX unset (example.env leaves it empty), so the script picks the sandbox itself;
+    ``local``: SANDBOX=local, the embedded default of a machine without Docker."""
     root = tmp_path_factory.mktemp("prepare_dev")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "CELERY_", "REDIS_"))}
     env.update(DATA_DIR=str(root / "data"), ENV_FILE=str(root / "dev.env"), PORT=str(free_port()))
     env.pop("SANDBOX", None)
+    if request.param == "local":
+        env["SANDBOX"] = "local"
     run = DevRun(env=env, data=root / "data", port=int(env["PORT"]), first_output="")
     try:
         done = run.script()
@@ -98,6 +103,31 @@ def test_the_example_players_become_eligible(dev_run: DevRun) -> None:
     worker_log = (dev_run.data / "run" / "worker.log").read_text()[-3000:]
     assert set(revisions) == {"ELIGIBLE"}, f"{revisions}\n{worker_log}"
     assert revisions["ELIGIBLE"] >= 2
+
+
+def test_agents_run_in_docker_when_an_engine_answers_else_locally(dev_run: DevRun) -> None:
+    from run_duel.sandbox.docker_client import docker_available
+
+    if dev_run.env.get("SANDBOX") == "local":
+        expected = "local"
+        assert "sandbox: local (SANDBOX is set)" in dev_run.first_output
+    else:
+        expected = "docker" if docker_available() else "local"
+        if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes") and expected != "docker":
+            pytest.fail("no Docker engine answers in CI: run_tests.sh starts one")
+    assert f"Agents run in:          the {expected} sandbox" in dev_run.first_output
+    refs = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c",
+         "from core.models import Revision; print(*Revision.objects.values_list('agent_ref', flat=True))"],
+        cwd=REPO, env=dev_run.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refs.returncode == 0, refs.stderr
+    built = refs.stdout.split()
+    assert built, "no example player was built"
+    if expected == "docker":  # image names, not folders
+        assert all(ref.startswith("rl-arena-agent") and ":" in ref for ref in built), built
+    else:
+        assert all(Path(ref).is_dir() for ref in built), built
 
 
 def test_a_second_run_restarts_cleanly_without_duplicates(dev_run: DevRun) -> None:
