@@ -190,13 +190,25 @@ setup() {
     ensure_admin
 }
 
+# The value of setting $1: from the environment, else its last plain assignment in $ENV_FILE (quotes and
+# trailing comments dropped), else empty.
+setting() {
+    local value="${!1:-}"
+    if [ -z "$value" ] && [ -f "$ENV_FILE" ]; then
+        value="$(sed -n "s/^[[:space:]]*$1=[[:space:]]*[\"']\{0,1\}\([^\"' #]*\).*\$/\1/p" "$ENV_FILE" | tail -n 1)"
+    fi
+    printf '%s' "$value"
+}
+
 # The sandbox the worker uses: SANDBOX from the environment, else from $ENV_FILE, else docker when an
 # engine answers and the agent base image builds, else local. Exported, so it wins over $ENV_FILE.
+# The base image script gets the AGENT_BASE_IMAGE* and AGENT_ALLOW_PACKAGE_INSTALLS settings of $ENV_FILE.
 choose_sandbox() {
-    local chosen="${SANDBOX:-}"
-    if [ -z "$chosen" ] && [ -f "$ENV_FILE" ]; then
-        chosen="$(sed -n 's/^[[:space:]]*SANDBOX=[[:space:]]*["'\'']\{0,1\}\([a-z]*\).*$/\1/p' "$ENV_FILE" | tail -n 1)"
-    fi
+    local chosen name
+    chosen="$(setting SANDBOX)"
+    for name in AGENT_BASE_IMAGE AGENT_BASE_IMAGE_SOURCE AGENT_ALLOW_PACKAGE_INSTALLS; do
+        [ -z "$(setting "$name")" ] || export "$name=$(setting "$name")"
+    done
     if [ -n "$chosen" ]; then
         log "sandbox: $chosen (SANDBOX is set)"
     elif command -v docker >/dev/null 2>&1 && timeout 10 docker info >/dev/null 2>&1; then
