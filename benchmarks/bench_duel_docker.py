@@ -41,17 +41,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from agent_images import build_random_image  # noqa: E402
 from docker.errors import ImageNotFound  # noqa: E402
 from http_baseline.baseline import HttpPlayer, build_http_image, play_http_duel  # noqa: E402
 
-from builder import build_submission  # noqa: E402
 from environments import get_game  # noqa: E402
 from run_duel.referee import play_duel  # noqa: E402
 from run_duel.sandbox.base import LaunchSpec, Limits  # noqa: E402
 from run_duel.sandbox.docker import DockerSandbox  # noqa: E402
 from run_duel.sandbox.docker_client import get_client  # noqa: E402
 
-RANDOM = REPO / "example_players" / "random"
 GAME = "connect-four"
 LIMITS = Limits(move_timeout=5.0, init_timeout=30.0)
 FLASK_REQUIREMENT = "flask>=3,<4"
@@ -251,14 +250,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--launches", type=int, default=7)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / "random.zip"
-        subprocess.run(["zip", "-qj", str(archive), str(RANDOM / "player.py")], check=True)
-        built = build_submission(archive, backend="docker", work_dir=Path(tmp))
-    if not built.ok:
-        print(f"building the random player image failed: {built.error}", file=sys.stderr)
-        return 1
-    image = built.agent_ref
+    image = build_random_image()
     stdlib_image = build_http_image(image)
     flask_image, flask_version = build_flask_image(image)
 

@@ -14,22 +14,21 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from builder import build_submission  # noqa: E402
+from agent_images import build_random_image  # noqa: E402
+
 from run_duel.referee import play_duel  # noqa: E402
 from run_duel.sandbox.base import LaunchSpec, Limits  # noqa: E402
 from run_duel.sandbox.docker import DockerSandbox  # noqa: E402
 
-RANDOM = REPO / "example_players" / "random"
 GAME = "connect-four"
 LIMITS = Limits(move_timeout=5.0, init_timeout=30.0)
 
@@ -68,18 +67,12 @@ def main() -> int:
     parser.add_argument("--matches", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / "random.zip"
-        subprocess.run(["zip", "-qj", str(archive), str(RANDOM / "player.py")], check=True)
-        built = build_submission(archive, backend="docker", work_dir=Path(tmp))
-    if not built.ok:
-        print(f"building the random player image failed: {built.error}", file=sys.stderr)
-        return 1
+    image = build_random_image()
     rates: dict[bool, list[float]] = {True: [], False: []}
     pinned: dict[bool, int] = {True: 0, False: 0}
     for _ in range(args.rounds):
         for pin in (True, False):
-            rate, count = one_round(built.agent_ref, args.workers, args.duels, args.matches, pin)
+            rate, count = one_round(image, args.workers, args.duels, args.matches, pin)
             rates[pin].append(rate)
             pinned[pin] += count
     total = args.rounds * args.workers * args.duels

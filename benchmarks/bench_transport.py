@@ -22,7 +22,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,9 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from agent_images import build_random_image  # noqa: E402
 from http_baseline.baseline import AttachPlayer, HttpPlayer, build_http_image  # noqa: E402
 
-from builder import build_submission  # noqa: E402
 from run_duel.channel import Channel  # noqa: E402
 from run_duel.sandbox.base import LaunchSpec, Limits  # noqa: E402
 from run_duel.sandbox.docker import DockerSandbox  # noqa: E402
@@ -146,14 +145,7 @@ def main() -> int:
     parser.add_argument("--moves", type=int, default=3000)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / "random.zip"
-        subprocess.run(["zip", "-qj", str(archive), str(RANDOM / "player.py")], check=True)
-        built = build_submission(archive, backend="docker", work_dir=Path(tmp))
-    if not built.ok:
-        print(f"building the random player image failed: {built.error}", file=sys.stderr)
-        return 1
-    image = built.agent_ref
+    image = build_random_image()
     http_image = build_http_image(image)
 
     results: dict[str, float] = {}
