@@ -204,10 +204,11 @@ setting() {
 # engine answers and the agent base image builds, else local. Exported, so it wins over $ENV_FILE.
 # The base image script gets the AGENT_BASE_IMAGE* and AGENT_ALLOW_PACKAGE_INSTALLS settings of $ENV_FILE.
 choose_sandbox() {
-    local chosen name
+    local chosen name value
     chosen="$(setting SANDBOX)"
     for name in AGENT_BASE_IMAGE AGENT_BASE_IMAGE_SOURCE AGENT_ALLOW_PACKAGE_INSTALLS; do
-        [ -z "$(setting "$name")" ] || export "$name=$(setting "$name")"
+        value="$(setting "$name")"
+        [ -z "$value" ] || export "$name=$value"
     done
     if [ -n "$chosen" ]; then
         log "sandbox: $chosen (SANDBOX is set)"

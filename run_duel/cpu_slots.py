@@ -21,9 +21,10 @@ import contextlib
 import fcntl
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from run_duel.sandbox.base import runtime_dir
 
 ENV_SWITCH = "DUEL_CPU_PINNING"
 _OFF = {"0", "off", "false", "no"}
@@ -33,11 +34,6 @@ LOCK_FOLDER = "rl-arena-cpu-slots"
 def pinning_enabled() -> bool:
     """Whether ``$DUEL_CPU_PINNING`` allows placement (default: on)."""
     return os.environ.get(ENV_SWITCH, "on").strip().lower() not in _OFF
-
-
-def _lock_dir() -> Path:
-    base = os.environ.get("AGENT_RUNTIME_DIR", "").strip() or tempfile.gettempdir()
-    return Path(base) / LOCK_FOLDER
 
 
 @dataclass
@@ -75,7 +71,7 @@ def claim_cpu_slot(width: int = 1, *, lock_dir: Path | None = None) -> CpuSlot |
     if len(allowed) <= width:
         return None
     slots = [allowed[i : i + width] for i in range(0, len(allowed) - width + 1, width)]
-    folder = lock_dir or _lock_dir()
+    folder = lock_dir or runtime_dir() / LOCK_FOLDER
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

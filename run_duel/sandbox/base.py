@@ -7,6 +7,8 @@ the user's ``player.py`` and speaks the newline-delimited JSON protocol of ``run
 
 from __future__ import annotations
 
+import os
+import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,12 @@ from run_duel.channel import Channel
 #: The files the harness imports, in order: ``player.py`` (class Player), else ``main.py`` (a Kaggle
 #: ``agent(observation, configuration)``).
 AGENT_ENTRY_FILES = ("player.py", "main.py")
+
+
+def runtime_dir() -> Path:
+    """The folder every referee on this host shares for per-launch socket folders and CPU-slot locks:
+    ``$AGENT_RUNTIME_DIR``, else the system temp folder."""
+    return Path(os.environ.get("AGENT_RUNTIME_DIR", "").strip() or tempfile.gettempdir())
 
 
 def has_agent_entry(folder: str | Path) -> bool:

@@ -56,6 +56,7 @@ from run_duel.sandbox.base import (
     Sandbox,
     SandboxError,
     has_agent_entry,
+    runtime_dir,
 )
 from run_duel.sandbox.docker_client import get_client
 
@@ -84,10 +85,8 @@ class EngineError(SandboxError):
     """The Docker engine failed (did not answer, lost or killed a container): infrastructure."""
 
 
-def _runtime_base(runtime_dir: str | Path | None) -> Path:
-    if runtime_dir:
-        return Path(runtime_dir)
-    return Path(os.environ.get("AGENT_RUNTIME_DIR", "").strip() or tempfile.gettempdir())
+def _runtime_base(folder: str | Path | None) -> Path:
+    return Path(folder) if folder else runtime_dir()
 
 
 def _proc_start_time(pid: int) -> str:
