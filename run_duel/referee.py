@@ -132,14 +132,13 @@ class _Agent:
         self.fatal = PlayerFault(kind, self.with_log(message), desync=True)
 
     def discard(self) -> None:
-        """Kill the process and keep its stderr tail."""
+        """Kill the process, then keep its stderr tail (complete once it is dead: the local sandbox drains
+        the pipe and the Docker sandbox fetches the log as part of ``kill``)."""
         if self.proc is None:
             return
         proc, self.proc = self.proc, None
-        try:
-            text = proc.stderr_log()
-        finally:
-            proc.kill()
+        proc.kill()
+        text = proc.stderr_log()
         if text:
             self.logs.append(text)
 
