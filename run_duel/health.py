@@ -1,0 +1,112 @@
+"""Can this worker run agents right now? ``sandbox_problem`` answers in well under a second.
+
+The job runner asks before it takes a duel, a smoke test or a live game: a worker whose Docker engine or
+agent registry does not answer must not take work (a duel it cannot start would burn an attempt), and
+takes work again once they answer. Every check is read-only: a ping, ``GET /v2/``, a file lookup.
+
+* ``docker``: the engine (``DOCKER_HOST``, else the local socket) answers ``GET /_ping``, and, when
+  ``AGENT_REGISTRY`` is set, the registry answers ``GET /v2/`` (200, or 401: it answers and wants
+  credentials). Both are asked at once, each bounded by ``TIMEOUT_S``.
+* ``local``: the Python interpreter agents run with exists and is executable, and bubblewrap, when it is
+  installed, still is (the sandbox falls back to a plain subprocess only when it was never installed: a
+  ``bwrap`` that disappears or loses its execute bit is a broken host).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from collections.abc import Callable
+
+#: Bound of each check; the checks run in parallel, so this is also (about) the worst case of a call.
+TIMEOUT_S = 0.6
+_BWRAP_SEEN = shutil.which("bwrap")
+
+
+def sandbox_problem(sandbox: str) -> str | None:
+    """``None`` when ``sandbox`` ("docker" or "local") can run agents now, else a one-line reason."""
+    if sandbox == "docker":
+        return _first_problem([_docker_problem, _registry_problem])
+    if sandbox == "local":
+        return _local_problem()
+    return f"unknown sandbox {sandbox!r} (expected docker or local)"
+
+
+def _first_problem(checks: list[Callable[[], str | None]]) -> str | None:
+    """Run ``checks`` in parallel threads; the first problem in list order, or ``None``. A check that
+    has not returned after ``TIMEOUT_S`` (plus a margin) is a problem itself (e.g. a hung DNS lookup)."""
+    results: list[str | None] = [None] * len(checks)
+    done = [False] * len(checks)
+
+    def run(index: int) -> None:
+        try:
+            results[index] = checks[index]()
+        except Exception as exc:  # a probe must answer, whatever breaks
+            results[index] = f"{checks[index].__name__.strip('_').replace('_', ' ')} failed: {exc}"
+        done[index] = True
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(checks))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT_S + 0.2)
+    for index, check in enumerate(checks):
+        if not done[index]:
+            return f"{check.__name__.strip('_').replace('_', ' ')}: no answer within {TIMEOUT_S + 0.2:g} s"
+        if results[index]:
+            return _one_line(results[index] or "")
+    return None
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+_clients: dict[tuple[int, str], object] = {}
+
+
+def _docker_problem() -> str | None:
+    """The engine answers ``GET /_ping`` within ``TIMEOUT_S`` (no API-version round trip first)."""
+    import docker
+    from docker.utils import kwargs_from_env
+
+    key = (os.getpid(), os.environ.get("DOCKER_HOST", ""))
+    api = _clients.get(key)
+    if api is None:
+        # A fixed version: no negotiation call at construction; /_ping is not versioned anyway.
+        api = docker.APIClient(version="1.41", timeout=TIMEOUT_S, **kwargs_from_env())
+        _clients.clear()
+        _clients[key] = api
+    assert isinstance(api, docker.APIClient)
+    where = os.environ.get("DOCKER_HOST") or "the local socket"
+    try:
+        response = api.get(f"{api.base_url}/_ping", timeout=TIMEOUT_S)
+    except Exception as exc:
+        return f"the Docker engine ({where}) does not answer: {exc}"
+    if response.status_code != 200:
+        return f"the Docker engine ({where}) answers its ping with HTTP {response.status_code}"
+    return None
+
+
+def _registry_problem() -> str | None:
+    """When ``AGENT_REGISTRY`` is set, it answers ``GET /v2/``."""
+    from run_duel.registry import RegistryConfig, RegistryConfigError
+
+    try:
+        config = RegistryConfig.from_env()
+    except RegistryConfigError as exc:
+        return str(exc)
+    return None if config is None else config.ping(timeout=TIMEOUT_S)
+
+
+def _local_problem() -> str | None:
+    """The interpreter agents run with is there, and bubblewrap too if it was installed."""
+    python = sys.executable
+    if not python or not os.access(python, os.X_OK):
+        return f"the Python interpreter {python!r} that runs agents is missing or not executable"
+    if _BWRAP_SEEN and not os.access(_BWRAP_SEEN, os.X_OK):
+        return f"bubblewrap ({_BWRAP_SEEN}) vanished or is no longer executable: agents would run unconfined"
+    return None
