@@ -103,3 +103,17 @@ def docker_sandbox(docker_engine: None) -> Iterator[object]:
 def duel_label() -> str:
     """A unique duel label, to find this test's containers."""
     return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def private_cpu_slots(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """CPU-slot locks of this test's own, with placement on (``$AGENT_RUNTIME_DIR``, read when a duel claims
+    its slot; the session's ``docker_sandbox`` keeps the socket folders it was made with): duels of other
+    tests and processes on the host hold the host's slots, never these, so this test's duel finds a free
+    core however busy the machine is. Returns the slot folder."""
+    from run_duel.cpu_slots import LOCK_FOLDER
+
+    runtime = tmp_path_factory.mktemp("runtime")
+    monkeypatch.setenv("AGENT_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("DUEL_CPU_PINNING", "on")
+    return runtime / LOCK_FOLDER

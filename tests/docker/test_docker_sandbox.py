@@ -222,7 +222,7 @@ def test_a_non_root_referee_shares_the_socket_by_mode() -> None:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="placement needs at least two usable cores")
 def test_a_duel_pins_both_containers_to_its_core_once_ready(
-    docker_sandbox, build_dir, duel_label: str
+    docker_sandbox, build_dir, duel_label: str, private_cpu_slots: Path
 ) -> None:
     from run_duel.referee import play_duel
 

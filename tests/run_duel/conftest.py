@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from run_duel_helpers import HAS_BWRAP, TrackingSandbox
 
+from run_duel.cpu_slots import LOCK_FOLDER
+
 SANDBOX_MODES = [pytest.param(False, id="plain")]
 if HAS_BWRAP:
     SANDBOX_MODES.append(pytest.param(True, id="bwrap"))
@@ -49,3 +51,15 @@ def make_agent(tmp_path: Path) -> Callable[[str], Path]:
         return folder
 
     return make
+
+
+@pytest.fixture
+def private_cpu_slots(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Give this test's referees a runtime folder (``$AGENT_RUNTIME_DIR``) of their own, hence CPU-slot
+    locks of their own, with placement on: duels of other tests and processes on the host hold the host's
+    slots, never these, so a duel of this test finds a free core however busy the machine is. Returns the
+    slot folder (``claim_cpu_slot()`` without ``lock_dir`` claims there too)."""
+    runtime = tmp_path_factory.mktemp("runtime")
+    monkeypatch.setenv("AGENT_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("DUEL_CPU_PINNING", "on")
+    return runtime / LOCK_FOLDER

@@ -81,17 +81,34 @@ def test_a_slot_pins_the_calling_thread_and_restores_it(tmp_path: Path) -> None:
 
 
 @needs_two_cores
-def test_a_duel_runs_its_agents_and_referee_on_one_core_once_ready(sandbox) -> None:
+def test_a_duel_runs_its_agents_and_referee_on_one_core_once_ready(sandbox, private_cpu_slots: Path) -> None:
     agent = AFFINITY_PLAYER
     before = os.sched_getaffinity(0)
     spec = LaunchSpec(agent=str(agent), limits=FAST_LIMITS)
     duel = play_duel("tic-tac-toe", sandbox, spec, spec, matches=2, pin_cpus=True)
     assert duel["player_1_errors"] == duel["player_2_errors"] == duel["other_errors"] == 0, duel["error_msg"]
     assert duel["cpus"] is not None and len(duel["cpus"]) == 1
+    assert list(private_cpu_slots.iterdir())  # the slot was claimed in this test's own folder
     expected = f"AFFINITY {duel['cpus']} {duel['cpus']}"  # the process and a thread it starts later
     assert last_affinity_line(duel["player_1_log"]) == expected
     assert last_affinity_line(duel["player_2_log"]) == expected
     assert os.sched_getaffinity(0) == before  # the referee's thread got its cores back
+
+
+@needs_two_cores
+def test_a_duel_runs_unpinned_when_other_duels_hold_every_slot(sandbox, private_cpu_slots: Path) -> None:
+    held = [claim_cpu_slot() for _ in CPUS]  # as many duels as cores already run
+    assert all(slot is not None for slot in held)
+    try:
+        spec = LaunchSpec(agent=str(AFFINITY_PLAYER), limits=FAST_LIMITS)
+        duel = play_duel("tic-tac-toe", sandbox, spec, spec, matches=2, pin_cpus=True)
+    finally:
+        for slot in held:
+            slot.release()
+    assert duel["player_1_errors"] == duel["player_2_errors"] == duel["other_errors"] == 0, duel["error_msg"]
+    assert duel["cpus"] is None  # no free core: the kernel balances this duel, nobody waits for a slot
+    assert last_affinity_line(duel["player_1_log"]) == f"AFFINITY {CPUS} {CPUS}"
+    assert last_affinity_line(duel["player_2_log"]) == f"AFFINITY {CPUS} {CPUS}"
 
 
 def test_an_unpinned_duel_leaves_agents_on_every_core(sandbox) -> None:
