@@ -31,5 +31,10 @@ app.conf.update(
     worker_hijack_root_logger=False,
     task_track_started=False,
 )
+# Every worker probes its sandbox, reports to WorkerStatus, stops consuming while unhealthy and records
+# outcomes spooled while the database was unreachable (core/jobs/health.py).
+from core.jobs.health import MonitorStep  # noqa: E402
+
+app.steps["consumer"].add(MonitorStep)
 # Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
 app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher"])

@@ -13,21 +13,22 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 
 
-def send_task(task: Any, *args: Any) -> None:
-    """Send ``task`` (a task object or its registered name) now. Broker errors are logged, not raised:
-    the row stays QUEUED and the reaper re-sends the hint later."""
+def send_task(task: Any, *args: Any, countdown: float | None = None) -> None:
+    """Send ``task`` (a task object or its registered name) now, to run after ``countdown`` seconds if
+    given. Broker errors are logged, not raised: the row stays QUEUED and the reaper re-sends the hint."""
     from core.celery import app
 
     name = task if isinstance(task, str) else task.name
     try:
-        app.send_task(name, args=list(args))
+        app.send_task(name, args=list(args), countdown=countdown if countdown and countdown > 0 else None)
     except Exception:  # the broker is down: the database still holds the work, the reaper recovers it
         log.exception("could not send task %s%r; the reaper will re-send it", name, args)
 
 
-def enqueue_on_commit(task: Any, *args: Any) -> None:
-    """Send ``task(*args)`` after the current transaction commits (immediately outside one)."""
-    transaction.on_commit(lambda: send_task(task, *args))
+def enqueue_on_commit(task: Any, *args: Any, countdown: float | None = None) -> None:
+    """Send ``task(*args)`` after the current transaction commits (immediately outside one), to run after
+    ``countdown`` seconds if given."""
+    transaction.on_commit(lambda: send_task(task, *args, countdown=countdown))
 
 
 def broker_queue_size(queue: str | None = None) -> int | None:

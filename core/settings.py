@@ -245,17 +245,30 @@ SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
 # Run each duel's referee and both agents on one free core once they are ready (run_duel/cpu_slots.py).
 DUEL_CPU_PINNING = env_bool("DUEL_CPU_PINNING", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_MB", 50, minimum=1) * 1024 * 1024
-LEASE_SECONDS = env_int("LEASE_SECONDS", 60, minimum=2)  # a RUNNING job unclaimed this long is re-queued
-HEARTBEAT_SECONDS = env_float("HEARTBEAT_SECONDS", LEASE_SECONDS / 3, minimum=0.2)
+# A RUNNING job whose worker sent no heartbeat for LEASE_SECONDS (database time) is re-queued.
+LEASE_SECONDS = env_int("LEASE_SECONDS", 15, minimum=2)
+HEARTBEAT_SECONDS = env_float("HEARTBEAT_SECONDS", LEASE_SECONDS / 5, minimum=0.2)
 if HEARTBEAT_SECONDS >= LEASE_SECONDS:
     raise ImproperlyConfigured("HEARTBEAT_SECONDS must be smaller than LEASE_SECONDS")
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 3, minimum=1)  # infrastructure failures before a job is FAILED
+# Infrastructure failures re-queue a job after RETRY_BACKOFF_SECONDS x 2^(n-1) (jittered, capped).
+RETRY_BACKOFF_SECONDS = env_float("RETRY_BACKOFF_SECONDS", 5.0, minimum=0.0)
+RETRY_BACKOFF_MAX_SECONDS = env_float("RETRY_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+# A job FAILED by infrastructure faults is retried automatically after FAILED_RETRY_SECONDS x 2^round,
+# at most FAILED_RETRY_ROUNDS times (0: only operators re-queue failed jobs).
+FAILED_RETRY_SECONDS = env_float("FAILED_RETRY_SECONDS", 600.0, minimum=1.0)
+FAILED_RETRY_ROUNDS = env_int("FAILED_RETRY_ROUNDS", 5, minimum=0)
 STALE_QUEUED_SECONDS = env_int("STALE_QUEUED_SECONDS", 120, minimum=1)  # re-send hints older than this
-REAPER_INTERVAL_SECONDS = env_float("REAPER_INTERVAL_SECONDS", 30.0, minimum=0.5)
+REAPER_INTERVAL_SECONDS = env_float("REAPER_INTERVAL_SECONDS", 5.0, minimum=0.5)
+# How often each worker checks its sandbox (Docker engine, registry), reports to WorkerStatus and
+# records results spooled while the database was unreachable.
+WORKER_HEALTH_INTERVAL_SECONDS = env_float("WORKER_HEALTH_INTERVAL_SECONDS", 2.0, minimum=0.1)
+# Dotted path of the health probe: () -> None when healthy, else a one-line reason.
+WORKER_HEALTH_PROBE = env_str("WORKER_HEALTH_PROBE", "run_duel.health:sandbox_problem") or ""
 ORPHAN_CONTAINER_MAX_AGE_SECONDS = env_int("ORPHAN_CONTAINER_MAX_AGE_SECONDS", 3 * 3600, minimum=60)
 BUILD_LOG_MAX_CHARS = env_int("BUILD_LOG_MAX_CHARS", 200_000, minimum=1000)
 PLAYER_LOG_MAX_CHARS = env_int("PLAYER_LOG_MAX_CHARS", 256 * 1024, minimum=1000)
-DB_SAVE_RETRIES = env_int("DB_SAVE_RETRIES", 6, minimum=1)  # attempts to store a finished result
+DB_SAVE_RETRIES = env_int("DB_SAVE_RETRIES", 6, minimum=1)  # then the result is spooled under DATA_DIR/spool
 RATING_TASK_NAME = env_str("RATING_TASK_NAME", "tournament_manager.rate_environment") or ""
 # Pause a competitor whose playing revision erred in at least half the matches of each of its last N rated
 # duels (0: never); a newer revision that passes its smoke test lifts the pause.

@@ -20,17 +20,20 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from core.actions import worker_name
+from core.actions import Claim
 from core.actions.play import (
     agent_move,
     claim_play_session,
     end_play_session,
     inactivity_timeout,
     play_setting,
+    requeue_play_session,
     save_agent_log,
 )
 from core.db import retry_on_db_error
+from core.jobs.runner import JobKind, run_job
 from core.models import PlaySession
+from run_duel.outcomes import ErrorKind
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,9 @@ class LiveAgent:
             self.proc.channel.send(message, timeout)
             return self.proc.channel.recv(timeout, self.limits.max_message_bytes)
         except ChannelError as exc:
-            raise AgentFault("BAD_OUTPUT" if exc.kind == "PROTOCOL" else exc.kind, f"{where}: {exc}") from exc
+            raise AgentFault(
+                ErrorKind.BAD_OUTPUT if exc.kind == "PROTOCOL" else exc.kind, f"{where}: {exc}"
+            ) from exc
 
     def await_ready(self) -> None:
         """Wait for ``ready`` (``init_timeout``); an import error or a slow start is the agent's fault."""
@@ -75,15 +80,15 @@ class LiveAgent:
         try:
             reply = self.proc.channel.recv(self.limits.init_timeout, self.limits.max_message_bytes)
         except ChannelError as exc:
-            kind = "BAD_OUTPUT" if exc.kind == "PROTOCOL" else exc.kind
+            kind = ErrorKind.BAD_OUTPUT if exc.kind == "PROTOCOL" else exc.kind
             raise AgentFault(kind, f"the agent did not start: {exc}") from exc
         if reply.get("type") == "error":
             raise AgentFault(
-                "CRASH",
+                ErrorKind.CRASH,
                 f"player.py raised {reply.get('exception')} while starting:\n{reply.get('message', '')}",
             )
         if reply.get("type") != "ready":
-            raise AgentFault("BAD_OUTPUT", f"the agent sent {str(reply)[:200]} instead of ready")
+            raise AgentFault(ErrorKind.BAD_OUTPUT, f"the agent sent {str(reply)[:200]} instead of ready")
 
     def choose(self, observation: list[Any], legal: list[int], move: int) -> tuple[int, float]:
         """The agent's action for the current state and how long it took (the game's move deadline)."""
@@ -97,14 +102,14 @@ class LiveAgent:
         elapsed = time.perf_counter() - t0
         if reply.get("type") == "error":
             raise AgentFault(
-                "CRASH",
+                ErrorKind.CRASH,
                 f"the agent raised {reply.get('exception')} at move {move + 1}:\n{reply.get('message', '')}",
             )
         action = reply.get("action") if reply.get("type") == "action" else None
         if type(action) is not int or action not in legal:
             shown = str(reply.get("action", reply))[:80]
             raise AgentFault(
-                "INVALID_ACTION", f"the agent played {shown} at move {move + 1}, not a legal move"
+                ErrorKind.INVALID_ACTION, f"the agent played {shown} at move {move + 1}, not a legal move"
             )
         return action, elapsed
 
@@ -152,11 +157,13 @@ def _tail(text: str) -> str:
     return text if len(text) <= ERROR_LOG_CHARS else "..." + text[-ERROR_LOG_CHARS:]
 
 
-def drive(session: PlaySession) -> str:
-    """Run the agent's side of a claimed session until it ends; returns how it ended."""
+def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
+    """Run the agent's side of a claimed session until it ends. Our failures (sandbox unavailable, a
+    bug) raise, and the job runner ends or re-queues the game; the agent is always removed."""
     from environments import get_game
-    from run_duel.api import LaunchSpec, SandboxError, get_sandbox
+    from run_duel.api import LaunchSpec, get_sandbox
 
+    session = PlaySession.objects.select_related("environment", "revision").get(pk=session.pk)
     slug = session.environment.slug
     game = get_game(slug)
     limits = _limits(slug)
@@ -165,23 +172,13 @@ def drive(session: PlaySession) -> str:
     )
     poll_s = play_setting("PLAY_POLL_SECONDS", 0.1)
     idle_s = inactivity_timeout()
-    try:
-        sandbox = get_sandbox(settings.SANDBOX)
-    except (SandboxError, ValueError) as exc:
-        retry_on_db_error(partial(end_play_session, session.pk, FAILED, message=str(exc)))
-        return "infrastructure error"
+    sandbox = get_sandbox(settings.SANDBOX)
     agent: LiveAgent | None = None
-    outcome = "finished"
     try:
-        try:
-            agent = LiveAgent(sandbox.launch(spec), limits, session.agent_seat)
-        except SandboxError as exc:
-            reason = f"the agent could not be launched: {exc}"
-            retry_on_db_error(partial(end_play_session, session.pk, FAILED, message=reason))
-            return "infrastructure error"
+        agent = LiveAgent(sandbox.launch(spec), limits, session.agent_seat)
         try:
             agent.await_ready()
-            outcome = _loop(session.pk, game, agent, poll_s, idle_s)
+            outcome = _loop(claim, game, agent, poll_s, idle_s)
         except AgentFault as fault:
             stderr = agent.proc.stderr_log()
             message = fault.message + (
@@ -189,55 +186,76 @@ def drive(session: PlaySession) -> str:
             )
             retry_on_db_error(
                 partial(
-                    end_play_session, session.pk, AGENT_ERROR, kind=fault.kind, message=message, log=stderr
+                    end_play_session,
+                    session.pk,
+                    AGENT_ERROR,
+                    claim=claim,
+                    kind=fault.kind,
+                    message=message,
+                    log=stderr,
                 )
             )
-            return "agent error"
+            return {"outcome": "agent error"}
         final = PlaySession.objects.get(pk=session.pk)
         if game.is_over(final.state):
             rewards = game.rewards(final.state)
             agent.end(game.observation(final.state, agent.seat).tolist(), rewards[agent.seat])
-        save_agent_log(session.pk, agent.proc.stderr_log())
-        return outcome
-    except Exception as exc:  # our bug: end the game (never charged to the agent) and re-raise for the log
-        reason = f"{type(exc).__name__}: {exc}"
-        retry_on_db_error(partial(end_play_session, session.pk, FAILED, message=reason))
-        raise
+        save_agent_log(claim, agent.proc.stderr_log())
+        return {"outcome": outcome}
     finally:
         if agent is not None:
             agent.close()
         sandbox.close()
 
 
-def _loop(session_id: int, game: Any, agent: LiveAgent, poll_s: float, idle_s: float) -> str:
-    """Poll the session; move on the agent's turn; stop when it is over or the person walked away."""
+def _loop(claim: Claim, game: Any, agent: LiveAgent, poll_s: float, idle_s: float) -> str:
+    """Poll the session; move on the agent's turn; stop when it is over, the person walked away, or
+    another worker holds the session now."""
+    session_id = claim.job_id
     while True:
-        session = PlaySession.objects.only("status", "state", "moves", "human_seat", "last_activity_at").get(
-            pk=session_id
-        )
-        if session.status != PlaySession.Status.PLAYING:
+        session = PlaySession.objects.only(
+            "status", "state", "moves", "human_seat", "last_activity_at", "generation"
+        ).get(pk=session_id)
+        if session.status != PlaySession.Status.PLAYING or session.generation != claim.generation:
             return "finished"
         state = session.state
         if game.to_move(state) == agent.seat:
             obs = game.observation(state, agent.seat).tolist()
             action, elapsed = agent.choose(obs, game.legal_actions(state), session.moves)
-            retry_on_db_error(partial(agent_move, session_id, action, elapsed))
+            retry_on_db_error(partial(agent_move, claim, action, elapsed))
             continue
         idle = (timezone.now() - session.last_activity_at).total_seconds()
         if idle > idle_s:
             reason = f"No move for {idle_s:g} s: the game was closed and the agent stopped."
-            ended = retry_on_db_error(partial(end_play_session, session_id, ABANDONED, message=reason))
+            ended = retry_on_db_error(
+                partial(end_play_session, session_id, ABANDONED, claim=claim, message=reason)
+            )
             if ended:
                 return "abandoned"
             continue
         time.sleep(poll_s)
 
 
+def fail_live_game(session_id: int, reason: str, *, claim: Claim, counted: bool = True) -> bool:
+    """Our side failed during a live game: a worker that is itself unhealthy hands the game back to the
+    queue (a healthy worker resumes it from its stored state); otherwise the game ends FAILED, never
+    charged to the agent."""
+    if not counted:
+        return requeue_play_session(claim)
+    return end_play_session(session_id, FAILED, claim=claim, message=reason)
+
+
+LIVE_GAME = JobKind(
+    name="live_game",
+    model=PlaySession,
+    claim=claim_play_session,
+    work=drive,
+    record=None,  # moves are stored as they are played
+    fail=fail_live_game,
+)
+
+
 @shared_task(name="duel_runner.play_session", acks_late=True, ignore_result=True)
 def play_session(session_id: int) -> str:
     """Run the agent of live game ``session_id`` (a duplicate delivery finds nothing to claim)."""
-    session = claim_play_session(session_id, worker_name())
-    if session is None:
-        return "not claimed"
-    session = PlaySession.objects.select_related("environment", "revision").get(pk=session.pk)
-    return drive(session)
+    return run_job(LIVE_GAME, session_id)

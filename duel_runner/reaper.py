@@ -7,8 +7,14 @@ from typing import Any
 
 from django.conf import settings
 
-from core.actions import requeue_expired_leases, resend_stale_hints
-from core.actions.play import abandon_stale_play_sessions
+from core.actions import (
+    begin_reaper_round,
+    requeue_expired_leases,
+    resend_rating_triggers,
+    resend_stale_hints,
+    retry_failed_jobs,
+)
+from core.actions.play import abandon_stale_play_sessions, requeue_orphaned_play_sessions
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +33,20 @@ def reap_containers() -> int:
 
 
 def reap() -> dict[str, Any]:
-    """One round: re-queue jobs whose lease expired, re-send lost hints, remove orphan containers, close
-    live games nobody drives any more."""
-    expired = requeue_expired_leases()
-    resent = resend_stale_hints()
-    containers = reap_containers()
-    stale_games = abandon_stale_play_sessions()  # live games whose worker died
+    """One round, all from the database (database time): re-queue jobs whose worker stopped sending
+    heartbeats (unless the previous round is long past: workers cut off with us get one lease to come
+    back first), hand orphaned live games to another worker, re-send lost hints and lost rating triggers,
+    retry jobs that failed for infrastructure faults, remove orphan containers, close games nobody
+    plays any more."""
+    leases_due = begin_reaper_round()
+    expired = requeue_expired_leases() if leases_due else {}
+    games = requeue_orphaned_play_sessions() if leases_due else 0
     return {
         "expired": expired,
-        "resent": resent,
-        "containers_removed": containers,
-        "stale_play_sessions": stale_games,
+        "orphaned_play_sessions": games,
+        "resent": resend_stale_hints(),
+        "rating_triggers": resend_rating_triggers(),
+        "retried": retry_failed_jobs(),
+        "containers_removed": reap_containers(),
+        "stale_play_sessions": abandon_stale_play_sessions(),
     }

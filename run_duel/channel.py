@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from run_duel.outcomes import ErrorKind
+
 
 class ChannelError(Exception):
     """Base class: the agent broke the conversation. ``kind`` is the referee's error kind."""
@@ -25,19 +27,19 @@ class ChannelError(Exception):
 
 
 class ChannelTimeout(ChannelError):
-    kind = "TIMEOUT"
+    kind = ErrorKind.TIMEOUT
 
 
 class ChannelClosed(ChannelError):
-    kind = "CRASH"
+    kind = ErrorKind.CRASH
 
 
 class ChannelOverflow(ChannelError):
-    kind = "OUTPUT_LIMIT"
+    kind = ErrorKind.OUTPUT_LIMIT
 
 
 class ChannelGarbage(ChannelError):
-    kind = "BAD_OUTPUT"
+    kind = ErrorKind.BAD_OUTPUT
 
 
 #: The referee's own messages (states, legal actions, rewards: plain JSON values) as one NDJSON line.

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from run_duel.outcomes import DuelResult, ErrorKind, MatchResult
+
 SCHEMA_PATH = Path(__file__).resolve().parent / "duel_result.schema.json"
 
 #: Fields of the duel object required by the rl-arena format.
@@ -36,23 +38,19 @@ MATCH_FIELDS = frozenset(
     {"result", "error_msg", "player_1_score", "player_2_score", "first_player", "states"}
 )
 
-# Duel results
-ERROR = "ERROR"
-PLAYER_1_WIN = "PLAYER_1_WIN"
-PLAYER_2_WIN = "PLAYER_2_WIN"
-DRAW = "DRAW"
-# Match-only results
-PLAYER_1_ERROR = "PLAYER_1_ERROR"
-PLAYER_2_ERROR = "PLAYER_2_ERROR"
-OTHER_ERROR = "OTHER_ERROR"
+# The values of run_duel.outcomes, under the names the referee has always used.
+ERROR = DuelResult.ERROR
+PLAYER_1_WIN = DuelResult.PLAYER_1_WIN
+PLAYER_2_WIN = DuelResult.PLAYER_2_WIN
+DRAW = DuelResult.DRAW
+PLAYER_1_ERROR = MatchResult.PLAYER_1_ERROR
+PLAYER_2_ERROR = MatchResult.PLAYER_2_ERROR
+OTHER_ERROR = MatchResult.OTHER_ERROR
 
 WIN = {0: PLAYER_1_WIN, 1: PLAYER_2_WIN}
 PLAYER_ERROR = {0: PLAYER_1_ERROR, 1: PLAYER_2_ERROR}
 PLAYER_NAME = {0: "PLAYER_1", 1: "PLAYER_2"}
-
-#: Error kinds charged to a player (``PLAYER_x_ERROR``); ``INFRA`` is ours (``OTHER_ERROR``).
-PLAYER_ERROR_KINDS = ("TIMEOUT", "CRASH", "INVALID_ACTION", "MEMORY_LIMIT", "OUTPUT_LIMIT", "BAD_OUTPUT")
-INFRA = "INFRA"
+INFRA = ErrorKind.INFRA
 
 #: Match score of each result for (player 1, player 2).
 MATCH_SCORES: dict[str, tuple[float, float]] = {

@@ -40,6 +40,7 @@ from run_duel.duel_result import (
     WIN,
     aggregate,
 )
+from run_duel.outcomes import ErrorKind
 from run_duel.sandbox.base import AgentProcess, LaunchSpec, Limits, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
@@ -120,12 +121,12 @@ class _Agent:
         if reply.get("type") == "ready":
             return
         if reply.get("type") == "error":
-            kind = "MEMORY_LIMIT" if reply.get("exception") == "MemoryError" else "CRASH"
+            kind = ErrorKind.MEMORY_LIMIT if reply.get("exception") == "MemoryError" else ErrorKind.CRASH
             name = reply.get("exception")
             message = f"{self.name} failed to start: player.py raised {name}:\n{reply.get('message', '')}"
         else:
             kind, message = (
-                "BAD_OUTPUT",
+                ErrorKind.BAD_OUTPUT,
                 f"{self.name} sent {str(reply)[:200]} instead of ready while starting",
             )
         self.discard()
@@ -159,7 +160,7 @@ class _Agent:
         """Turn a channel failure into the player's fault, looking at how the process ended."""
         kind = exc.kind
         message = str(exc)
-        if kind == "CRASH" and self.proc is not None:
+        if kind == ErrorKind.CRASH and self.proc is not None:
             info = self.proc.wait_exit(0.5)
             if info is None:
                 message += " (process still running)"
@@ -173,14 +174,14 @@ class _Agent:
                 elif info.returncode is not None:
                     message = f"the process exited with code {info.returncode}"
                 if info.oom_killed:
-                    kind = "MEMORY_LIMIT"
+                    kind = ErrorKind.MEMORY_LIMIT
                     message += f" after exceeding its memory limit of {self.limits.memory_mb} MB"
                 elif info.returncode == -signal.SIGXCPU or "CPU time" in info.detail:
-                    kind = "TIMEOUT"
+                    kind = ErrorKind.TIMEOUT
                 if info.detail:
                     message += f" ({info.detail})"
         if kind == "PROTOCOL":
-            kind = "BAD_OUTPUT"
+            kind = ErrorKind.BAD_OUTPUT
         return PlayerFault(kind, self.with_log(f"{self.name} {where}: {message}"), desync=True)
 
 
@@ -443,7 +444,7 @@ class Referee:
                 state = game.apply(state, action)
             except IllegalActionError as exc:
                 fault = PlayerFault(
-                    "INVALID_ACTION",
+                    ErrorKind.INVALID_ACTION,
                     agent.with_log(f"{agent.name} played {action} at {_ordinal_move(len(actions))}: {exc}"),
                     desync=False,
                 )
@@ -491,13 +492,13 @@ class Referee:
         if kind == "error":
             name = reply.get("exception", "Exception")
             text = str(reply.get("message", ""))
-            fault_kind = "MEMORY_LIMIT" if name == "MemoryError" else "CRASH"
+            fault_kind = ErrorKind.MEMORY_LIMIT if name == "MemoryError" else ErrorKind.CRASH
             return PlayerFault(
                 fault_kind, agent.with_log(f"{agent.name} raised {name} at {where}:\n{text}"), desync=False
             )
         if kind != "action" or "action" not in reply:
             return PlayerFault(
-                "BAD_OUTPUT",
+                ErrorKind.BAD_OUTPUT,
                 agent.with_log(f"{agent.name} sent {str(reply)[:200]} instead of an action at {where}"),
                 desync=True,
             )
@@ -510,7 +511,7 @@ class Referee:
         else:
             what = f"played {json_preview(action)} at {where}, which is not a legal action"
         return PlayerFault(
-            "INVALID_ACTION",
+            ErrorKind.INVALID_ACTION,
             agent.with_log(f"{agent.name} {what}; legal actions: [{shown}]"),
             desync=False,
         )
@@ -530,14 +531,14 @@ class Referee:
             return None
         if reply.get("type") == "error":
             name = reply.get("exception", "Exception")
-            kind = "MEMORY_LIMIT" if name == "MemoryError" else "CRASH"
+            kind = ErrorKind.MEMORY_LIMIT if name == "MemoryError" else ErrorKind.CRASH
             return PlayerFault(
                 kind,
                 agent.with_log(f"{agent.name} raised {name} in end():\n{reply.get('message', '')}"),
                 desync=False,
             )
         return PlayerFault(
-            "BAD_OUTPUT",
+            ErrorKind.BAD_OUTPUT,
             agent.with_log(f"{agent.name} sent {str(reply)[:200]} instead of ended"),
             desync=True,
         )

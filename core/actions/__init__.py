@@ -16,15 +16,24 @@ from core.actions.duels import (
 )
 from core.actions.environments import sync_environments
 from core.actions.errors import ActionError, SubmissionError
-from core.actions.jobs import claim_job, extend_lease, worker_name
-from core.actions.leases import requeue_expired_leases, requeue_failed, resend_stale_hints
+from core.actions.jobs import Claim, claim_job, extend_lease, worker_name
+from core.actions.leases import (
+    begin_reaper_round,
+    requeue_expired_leases,
+    requeue_failed,
+    resend_rating_triggers,
+    resend_stale_hints,
+    retry_failed_jobs,
+)
 from core.actions.notifications import mark_notifications_read, notify, send_notification_email
 from core.actions.smoke_tests import claim_smoke_test, fail_smoke_test, finish_smoke_test
 from core.actions.submissions import reject_revision, requeue_build, requeue_smoke_test, submit_revision
 
 __all__ = [
     "ActionError",
+    "Claim",
     "SubmissionError",
+    "begin_reaper_round",
     "claim_build",
     "claim_duel",
     "claim_job",
@@ -45,7 +54,9 @@ __all__ = [
     "requeue_expired_leases",
     "requeue_failed",
     "requeue_smoke_test",
+    "resend_rating_triggers",
     "resend_stale_hints",
+    "retry_failed_jobs",
     "schedule_duel",
     "send_notification_email",
     "set_competitor_status",

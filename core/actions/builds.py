@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
+from core.actions.jobs import Claim, claim_job, fail_job, lock_claimed
 from core.actions.notifications import notify_revision_failed
 from core.models import Build, Revision, SmokeTest
 from core.queue import enqueue_on_commit
-
-_ACCEPTS_RESULT = (Build.State.QUEUED, Build.State.RUNNING)
 
 
 def _tail(text: str, limit: int) -> str:
@@ -32,7 +28,7 @@ def claim_build(build_id: int, worker: str | None = None, lease_s: float | None 
 
 
 def finish_build(
-    build_id: int,
+    claim: Claim,
     *,
     ok: bool,
     agent_ref: str = "",
@@ -42,11 +38,12 @@ def finish_build(
 ) -> bool:
     """Store a build's outcome (the submission's success or fault). On success the revision is BUILT and
     its smoke test is queued; on failure it is BUILD_FAILED with ``error`` for its owner. Returns
-    ``False`` (and changes nothing) if the build already has an outcome."""
+    ``False`` (and changes nothing) if the build already has an outcome or ``claim`` lost it to another
+    worker (fencing)."""
     now = timezone.now()
     with transaction.atomic():
-        build = Build.objects.select_for_update().filter(pk=build_id).first()
-        if build is None or build.state not in _ACCEPTS_RESULT:
+        build = lock_claimed(Build, claim)
+        if build is None:
             return False
         build.state = Build.State.SUCCEEDED if ok else Build.State.FAILED
         build.agent_ref = agent_ref if ok else ""
@@ -85,27 +82,32 @@ def finish_build(
     return True
 
 
+def _build_failed(build: Build) -> None:
+    failed = Revision.objects.filter(
+        pk=build.revision_id, state__in=[Revision.State.UPLOADED, Revision.State.BUILDING]
+    ).update(
+        state=Revision.State.BUILD_FAILED,
+        error_message="The build could not run because of a problem on our side; it will be retried "
+        "automatically, and an operator can re-queue it.",
+        updated_at=timezone.now(),
+    )
+    if failed:
+        notify_revision_failed(Revision.objects.get(pk=build.revision_id))
+
+
 def fail_build(
-    build_id: int, reason: str, *, retry: bool, if_lease_expired_before: datetime | None = None
+    build_id: int, reason: str, *, claim: Claim | None, retry: bool = True, counted: bool = True
 ) -> bool:
-    """An infrastructure failure (never the submission's fault): re-queue the build while attempts remain,
-    else mark it FAILED and tell the owner it was our problem. With ``if_lease_expired_before`` (the
-    reaper), act only if the lease is still expired. Returns whether anything changed."""
-    with transaction.atomic():
-        build = Build.objects.select_for_update().filter(pk=build_id).first()
-        if build is None or build.state not in _ACCEPTS_RESULT:
-            return False
-        if if_lease_expired_before is not None and not lease_is_expired(build, if_lease_expired_before):
-            return False
-        if not release_locked_job(build, reason, retry=retry):
-            failed = Revision.objects.filter(
-                pk=build.revision_id, state__in=[Revision.State.UPLOADED, Revision.State.BUILDING]
-            ).update(
-                state=Revision.State.BUILD_FAILED,
-                error_message="The build could not run because of a problem on our side; "
-                "an operator can re-queue it.",
-                updated_at=timezone.now(),
-            )
-            if failed:
-                notify_revision_failed(Revision.objects.get(pk=build.revision_id))
-    return True
+    """An infrastructure failure (never the submission's fault) seen by the worker holding ``claim``, or by
+    the reaper (``claim=None``, expired lease): re-queue with backoff while attempts remain, else FAILED
+    and the owner is told it was our problem. Returns whether anything changed."""
+    return fail_job(
+        Build, build_id, reason, claim=claim, retry=retry, counted=counted, on_failed=_build_failed
+    )
+
+
+def on_build_requeued(build: Build) -> None:
+    """An automatic retry of a FAILED build: its revision goes back to UPLOADED (same transaction)."""
+    Revision.objects.filter(pk=build.revision_id, state=Revision.State.BUILD_FAILED).update(
+        state=Revision.State.UPLOADED, error_message="", updated_at=timezone.now()
+    )

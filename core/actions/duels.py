@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -12,11 +11,13 @@ from django.utils import timezone
 
 from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
-from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
+from core.actions.jobs import Claim, claim_job, fail_job, lock_claimed, requeue_failed_job
 from core.models import Duel, Match, Revision, Tournament
 from core.queue import enqueue_on_commit
 
-_ACCEPTS_RESULT = (Duel.State.QUEUED, Duel.State.RUNNING)
+#: A result is accepted while the claim's generation is current: running, re-queued by the reaper while
+#: its worker was cut off, or even FAILED that way (nobody else played it since; its result is real).
+_ACCEPTS_RESULT = (Duel.State.QUEUED, Duel.State.RUNNING, Duel.State.FAILED)
 _RESULTS = set(Duel.Result.values)
 _MATCH_RESULTS = set(Match.Result.values)
 
@@ -84,19 +85,20 @@ def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
     )
 
 
-def record_duel_result(duel_id: int, duel_json: dict[str, Any]) -> bool:
-    """Store the duel JSON of a duel that has no result yet and trigger its rating (after commit).
+def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
+    """Store the duel JSON of the duel ``claim`` holds and trigger its rating (after commit).
 
-    Idempotent: a result for a FINISHED (or FAILED) duel is ignored and ``False`` returned; Match rows are
-    unique per (duel, index), so a duplicate delivery cannot write twice."""
+    Fenced and idempotent: ``False`` (nothing written) if the duel already has a result or another worker
+    claimed it since (a newer generation); Match rows are unique per (duel, index)."""
     if duel_json.get("result") not in _RESULTS:
-        raise ValueError(f"duel {duel_id}: bad result {duel_json.get('result')!r}")
+        raise ValueError(f"duel {claim.job_id}: bad result {duel_json.get('result')!r}")
     now = timezone.now()
     log_cap = settings.PLAYER_LOG_MAX_CHARS
     with transaction.atomic():
-        duel = Duel.objects.select_for_update().filter(pk=duel_id).first()
-        if duel is None or duel.state not in _ACCEPTS_RESULT:
+        duel = lock_claimed(Duel, claim, states=_ACCEPTS_RESULT)
+        if duel is None:
             return False
+        was_failed = duel.state == Duel.State.FAILED
         matches = [_match_row(duel, i, m) for i, m in enumerate(duel_json.get("matches") or [])]
         duel.state = Duel.State.FINISHED
         duel.result = duel_json["result"]
@@ -120,44 +122,45 @@ def record_duel_result(duel_id: int, duel_json: dict[str, Any]) -> bool:
         duel.save()
         Match.objects.bulk_create(matches)
         if duel.tournament_id is not None:
-            Tournament.objects.filter(pk=duel.tournament_id).update(duels_finished=F("duels_finished") + 1)
+            counters: dict[str, Any] = {"duels_finished": F("duels_finished") + 1}
+            if was_failed:
+                counters["duels_failed"] = F("duels_failed") - 1
+            Tournament.objects.filter(pk=duel.tournament_id).update(**counters)
         pause_erring_players(duel)
         if settings.RATING_TASK_NAME:
             enqueue_on_commit(settings.RATING_TASK_NAME, duel.environment_id)
     return True
 
 
+def _duel_failed(duel: Duel) -> None:
+    if duel.tournament_id is not None:
+        Tournament.objects.filter(pk=duel.tournament_id).update(duels_failed=F("duels_failed") + 1)
+
+
 def fail_duel(
-    duel_id: int, reason: str, *, retry: bool, if_lease_expired_before: datetime | None = None
+    duel_id: int, reason: str, *, claim: Claim | None, retry: bool = True, counted: bool = True
 ) -> bool:
-    """An infrastructure failure (never charged to the players): re-queue while attempts remain, else
-    FAILED. With ``if_lease_expired_before`` (the reaper), act only if the lease is still expired.
+    """An infrastructure failure (never charged to the players) seen by the worker holding ``claim``, or by
+    the reaper (``claim=None``, expired lease): re-queue with backoff while attempts remain, else FAILED.
     Returns whether anything changed."""
-    with transaction.atomic():
-        duel = Duel.objects.select_for_update().filter(pk=duel_id).first()
-        if duel is None or duel.state not in _ACCEPTS_RESULT:
-            return False
-        if if_lease_expired_before is not None and not lease_is_expired(duel, if_lease_expired_before):
-            return False
-        if not release_locked_job(duel, reason, retry=retry) and duel.tournament_id is not None:
-            Tournament.objects.filter(pk=duel.tournament_id).update(duels_failed=F("duels_failed") + 1)
-    return True
+    return fail_job(Duel, duel_id, reason, claim=claim, retry=retry, counted=counted, on_failed=_duel_failed)
+
+
+def on_duel_requeued(duel: Duel) -> None:
+    """A FAILED duel queued again (operator or automatic retry): it no longer counts as failed."""
+    if duel.tournament_id is not None:
+        Tournament.objects.filter(pk=duel.tournament_id, duels_failed__gt=0).update(
+            duels_failed=F("duels_failed") - 1
+        )
 
 
 def requeue_duel(duel_id: int) -> bool:
     """Operator action: run a FAILED duel again with fresh attempts. ``False`` if it is not FAILED."""
     with transaction.atomic():
-        updated = Duel.objects.filter(pk=duel_id, state=Duel.State.FAILED).update(
-            state=Duel.State.QUEUED, attempts=0, enqueued_at=timezone.now(), finished_at=None
-        )
-        if updated:
-            duel = Duel.objects.get(pk=duel_id)
-            if duel.tournament_id is not None:
-                Tournament.objects.filter(pk=duel.tournament_id, duels_failed__gt=0).update(
-                    duels_failed=F("duels_failed") - 1
-                )
-            enqueue_on_commit(Duel.task_name, duel_id)
-    return bool(updated)
+        duel = requeue_failed_job(Duel, duel_id, automatic=False)
+        if duel is not None:
+            on_duel_requeued(duel)
+    return duel is not None
 
 
 def mark_duels_rated(duel_ids: list[int]) -> int:

@@ -14,9 +14,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from core.actions.errors import ActionError
+from core.actions.jobs import Claim, claim_job, lock_claimed, lock_expired
 from core.models import Competitor, PlaySession, Revision
 from core.queue import enqueue_on_commit
 
@@ -77,14 +79,19 @@ def start_play_session(user: Any, competitor_id: int, *, human_first: bool = Tru
     return session
 
 
-def claim_play_session(session_id: int, worker: str) -> PlaySession | None:
-    """The worker that will run the agent takes a QUEUED session (``None``: someone else has it, or it
-    is over). The inactivity clock starts now, when the agent is about to be launched."""
-    now = timezone.now()
-    claimed = PlaySession.objects.filter(pk=session_id, status=PlaySession.Status.QUEUED).update(
-        status=PlaySession.Status.PLAYING, worker=worker, started_at=now, last_activity_at=now
-    )
-    return PlaySession.objects.get(pk=session_id) if claimed == 1 else None
+def claim_play_session(session_id: int, worker: str | None = None) -> PlaySession | None:
+    """The worker that will run the agent takes a QUEUED session, or a PLAYING one whose worker stopped
+    sending heartbeats (the game resumes from its stored state with a fresh agent). ``None``: someone else
+    has it, or it is over. The inactivity clock restarts now, when the agent is about to be launched."""
+    with transaction.atomic():
+        session = claim_job(PlaySession, session_id, worker)
+        if session is None:
+            return None
+        now = timezone.now()
+        PlaySession.objects.filter(pk=session_id, started_at__isnull=True).update(started_at=now)
+        PlaySession.objects.filter(pk=session_id).update(last_activity_at=now)
+        session.last_activity_at = now
+    return session
 
 
 def _finish(session: PlaySession, result: str, kind: str = "", message: str = "") -> None:
@@ -126,6 +133,11 @@ def _locked(session_id: int) -> PlaySession:
     return session
 
 
+def _holds(session: PlaySession, claim: Claim | None) -> bool:
+    """Whether ``claim`` (the agent's worker) still holds the locked session; ``None`` is not a worker."""
+    return claim is None or session.generation == claim.generation
+
+
 def human_move(session_id: int, user: Any, action: Any) -> PlaySession:
     """Store the person's move after checking it with the game's rules. Raises ``IllegalMoveError`` (with
     a message for the person) for a move that is not legal, not theirs, or too late."""
@@ -153,12 +165,12 @@ def human_move(session_id: int, user: Any, action: Any) -> PlaySession:
     return session
 
 
-def agent_move(session_id: int, action: int, move_time: float) -> PlaySession | None:
-    """Store the agent's (already validated) move; ``None`` if the session ended meanwhile or it is not
-    the agent's turn (a late or duplicate worker)."""
+def agent_move(claim: Claim, action: int, move_time: float) -> PlaySession | None:
+    """Store the agent's (already validated) move; ``None`` if the session ended meanwhile, it is not the
+    agent's turn, or ``claim`` lost the session to another worker (fencing)."""
     with transaction.atomic():
-        session = _locked(session_id)
-        if session.status != PlaySession.Status.PLAYING:
+        session = _locked(claim.job_id)
+        if session.status != PlaySession.Status.PLAYING or not _holds(session, claim):
             return None
         game = _game(session.environment.slug)
         if game.is_over(session.state) or game.to_move(session.state) != session.agent_seat:
@@ -172,11 +184,18 @@ def agent_move(session_id: int, action: int, move_time: float) -> PlaySession | 
 
 
 def end_play_session(
-    session_id: int, result: str, *, kind: str = "", message: str = "", log: str = ""
+    session_id: int,
+    result: str,
+    *,
+    claim: Claim | None = None,
+    kind: str = "",
+    message: str = "",
+    log: str = "",
 ) -> bool:
     """End a running session without a decided game: the agent failed (``AGENT_ERROR``: the human
     wins), the person walked away (``ABANDONED``) or our side failed (``FAILED``). ``False`` if it was
-    already over (only the agent's log is then added)."""
+    already over (only the agent's log is then added) or, for a worker's ``claim``, if another worker
+    holds it now (fencing: nothing is written)."""
     if result not in (
         PlaySession.Result.AGENT_ERROR,
         PlaySession.Result.ABANDONED,
@@ -186,6 +205,8 @@ def end_play_session(
     cap = settings.PLAYER_LOG_MAX_CHARS
     with transaction.atomic():
         session = _locked(session_id)
+        if not _holds(session, claim):
+            return False
         if log:
             session.agent_log = log[-cap:]
         if session.status == PlaySession.Status.FINISHED:
@@ -196,9 +217,50 @@ def end_play_session(
     return True
 
 
-def save_agent_log(session_id: int, log: str) -> None:
-    """Keep the tail of the agent's stderr on the session (shown to the agent's owner)."""
-    PlaySession.objects.filter(pk=session_id).update(agent_log=log[-settings.PLAYER_LOG_MAX_CHARS :])
+def save_agent_log(claim: Claim, log: str) -> None:
+    """Keep the tail of the agent's stderr on the session (shown to the agent's owner), if ``claim``
+    still holds it."""
+    PlaySession.objects.filter(pk=claim.job_id, generation=claim.generation).update(
+        agent_log=log[-settings.PLAYER_LOG_MAX_CHARS :]
+    )
+
+
+def requeue_play_session(claim: Claim) -> bool:
+    """The worker holding ``claim`` cannot run the agent (it is unhealthy): the game goes back to the
+    queue for another worker, which resumes it from its stored state."""
+    with transaction.atomic():
+        session = lock_claimed(PlaySession, claim)
+        if session is None:
+            return False
+        session.status = PlaySession.Status.QUEUED
+        session.worker = ""
+        session.lease_expires_at = None
+        session.save(update_fields=["status", "worker", "lease_expires_at"])
+        enqueue_on_commit(
+            PlaySession.task_name, session.pk, countdown=settings.WORKER_HEALTH_INTERVAL_SECONDS
+        )
+    return True
+
+
+def requeue_orphaned_play_sessions() -> int:
+    """Hand PLAYING sessions whose worker stopped sending heartbeats (database time) to another worker:
+    the game resumes from its stored state with a fresh agent. Returns how many were re-queued."""
+    expired = PlaySession.objects.filter(
+        status=PlaySession.Status.PLAYING, lease_expires_at__lt=Now()
+    ).values_list("pk", flat=True)[:500]
+    requeued = 0
+    for session_id in list(expired):
+        with transaction.atomic():
+            session = lock_expired(PlaySession, session_id)
+            if session is None:
+                continue
+            session.status = PlaySession.Status.QUEUED
+            session.worker = ""
+            session.lease_expires_at = None
+            session.save(update_fields=["status", "worker", "lease_expires_at"])
+            enqueue_on_commit(PlaySession.task_name, session_id)
+            requeued += 1
+    return requeued
 
 
 def abandon_stale_play_sessions(max_idle_s: float | None = None) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -10,11 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actions.competitors import resume_after_new_revision
-from core.actions.jobs import claim_job, lease_is_expired, release_locked_job
+from core.actions.jobs import Claim, claim_job, fail_job, lock_claimed
 from core.actions.notifications import notify_revision_failed
 from core.models import Competitor, Revision, SmokeTest
-
-_ACCEPTS_RESULT = (SmokeTest.State.QUEUED, SmokeTest.State.RUNNING)
 
 
 def claim_smoke_test(
@@ -31,15 +28,16 @@ def claim_smoke_test(
 
 
 def finish_smoke_test(
-    smoke_test_id: int, *, passed: bool, reason: str, duel_json: dict[str, Any] | None = None, log: str = ""
+    claim: Claim, *, passed: bool, reason: str, duel_json: dict[str, Any] | None = None, log: str = ""
 ) -> bool:
     """Store a smoke test's verdict. Passed: the revision is ELIGIBLE and becomes its competitor's current
     revision (if newer); public revisions are marked for publishing. Failed: TEST_FAILED with ``reason``
-    and ``log`` shown to the owner. ``False`` if the smoke test already had a verdict."""
+    and ``log`` shown to the owner. ``False`` if the smoke test already had a verdict or ``claim`` lost
+    it to another worker (fencing)."""
     now = timezone.now()
     with transaction.atomic():
-        smoke = SmokeTest.objects.select_for_update().filter(pk=smoke_test_id).first()
-        if smoke is None or smoke.state not in _ACCEPTS_RESULT:
+        smoke = lock_claimed(SmokeTest, claim)
+        if smoke is None:
             return False
         smoke.state = SmokeTest.State.SUCCEEDED
         smoke.passed = passed
@@ -77,26 +75,38 @@ def finish_smoke_test(
     return True
 
 
+def _smoke_test_failed(smoke: SmokeTest) -> None:
+    failed = Revision.objects.filter(
+        pk=smoke.revision_id, state__in=[Revision.State.BUILT, Revision.State.TESTING]
+    ).update(
+        state=Revision.State.TEST_FAILED,
+        error_message="The smoke test could not run because of a problem on our side; it will be retried "
+        "automatically, and an operator can re-queue it.",
+        updated_at=timezone.now(),
+    )
+    if failed:
+        notify_revision_failed(Revision.objects.get(pk=smoke.revision_id))
+
+
 def fail_smoke_test(
-    smoke_test_id: int, reason: str, *, retry: bool, if_lease_expired_before: datetime | None = None
+    smoke_test_id: int, reason: str, *, claim: Claim | None, retry: bool = True, counted: bool = True
 ) -> bool:
-    """An infrastructure failure during a smoke test: re-queue while attempts remain, else FAILED (the
-    revision stays un-eligible with a message saying it was our problem)."""
-    with transaction.atomic():
-        smoke = SmokeTest.objects.select_for_update().filter(pk=smoke_test_id).first()
-        if smoke is None or smoke.state not in _ACCEPTS_RESULT:
-            return False
-        if if_lease_expired_before is not None and not lease_is_expired(smoke, if_lease_expired_before):
-            return False
-        if not release_locked_job(smoke, reason, retry=retry):
-            failed = Revision.objects.filter(
-                pk=smoke.revision_id, state__in=[Revision.State.BUILT, Revision.State.TESTING]
-            ).update(
-                state=Revision.State.TEST_FAILED,
-                error_message="The smoke test could not run because of a problem on our side; "
-                "an operator can re-queue it.",
-                updated_at=timezone.now(),
-            )
-            if failed:
-                notify_revision_failed(Revision.objects.get(pk=smoke.revision_id))
-    return True
+    """An infrastructure failure during a smoke test (``claim=None``: the reaper, expired lease): re-queue
+    with backoff while attempts remain, else FAILED (the revision stays un-eligible with a message saying
+    it was our problem). Returns whether anything changed."""
+    return fail_job(
+        SmokeTest,
+        smoke_test_id,
+        reason,
+        claim=claim,
+        retry=retry,
+        counted=counted,
+        on_failed=_smoke_test_failed,
+    )
+
+
+def on_smoke_test_requeued(smoke: SmokeTest) -> None:
+    """An automatic retry of a FAILED smoke test: its revision goes back to BUILT (same transaction)."""
+    Revision.objects.filter(pk=smoke.revision_id, state=Revision.State.TEST_FAILED, agent_ref__gt="").update(
+        state=Revision.State.BUILT, error_message="", updated_at=timezone.now()
+    )

@@ -3,19 +3,21 @@
 from core.models.competitor import Competitor, Revision
 from core.models.duel import Duel, Match
 from core.models.environment import Environment
-from core.models.jobs import JobState, LeasedJob
+from core.models.jobs import FencedWork, JobState, LeasedJob
 from core.models.notification import Notification
 from core.models.pipeline import Build, SmokeTest
 from core.models.play import PlaySession
 from core.models.rating import Rating, RatingHistory
 from core.models.tournament import Tournament, TournamentParticipant
 from core.models.user import User
+from core.models.worker import ReaperState, WorkerStatus
 
 __all__ = [
     "Build",
     "Competitor",
     "Duel",
     "Environment",
+    "FencedWork",
     "JobState",
     "LeasedJob",
     "Match",
@@ -23,9 +25,11 @@ __all__ = [
     "PlaySession",
     "Rating",
     "RatingHistory",
+    "ReaperState",
     "Revision",
     "SmokeTest",
     "Tournament",
     "TournamentParticipant",
     "User",
+    "WorkerStatus",
 ]

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models.jobs import LeasedJob
+from run_duel.outcomes import DuelResult, MatchResult
 
 
 class Duel(LeasedJob):
@@ -30,11 +31,7 @@ class Duel(LeasedJob):
         TOURNAMENT = "TOURNAMENT", "tournament"
         CHALLENGE = "CHALLENGE", "challenge"
 
-    class Result(models.TextChoices):
-        PLAYER_1_WIN = "PLAYER_1_WIN", "player 1 won"
-        PLAYER_2_WIN = "PLAYER_2_WIN", "player 2 won"
-        DRAW = "DRAW", "draw"
-        ERROR = "ERROR", "error"
+    Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in DuelResult])
 
     task_name = "duel_runner.run_duel"
 
@@ -97,13 +94,7 @@ class Duel(LeasedJob):
 class Match(models.Model):
     """One game of a duel, with its replay (states, actions, move times)."""
 
-    class Result(models.TextChoices):
-        PLAYER_1_WIN = "PLAYER_1_WIN", "player 1 won"
-        PLAYER_2_WIN = "PLAYER_2_WIN", "player 2 won"
-        DRAW = "DRAW", "draw"
-        PLAYER_1_ERROR = "PLAYER_1_ERROR", "player 1 error"
-        PLAYER_2_ERROR = "PLAYER_2_ERROR", "player 2 error"
-        OTHER_ERROR = "OTHER_ERROR", "infrastructure error"
+    Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in MatchResult])
 
     class FirstPlayer(models.TextChoices):
         PLAYER_1 = "PLAYER_1", "player 1"
@@ -112,7 +103,11 @@ class Match(models.Model):
     duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="matches")
     index = models.PositiveIntegerField()
     result = models.CharField(max_length=14, choices=Result.choices)
-    error_kind = models.CharField(max_length=20, blank=True, help_text="TIMEOUT, CRASH, INVALID_ACTION, ...")
+    error_kind = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="run_duel.outcomes.ErrorKind: TIMEOUT, CRASH, ...",
+    )
     error_msg = models.TextField(blank=True)
     first_player = models.CharField(max_length=8, choices=FirstPlayer.choices)
     player_1_score = models.FloatField(default=0.0)

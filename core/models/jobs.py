@@ -1,8 +1,11 @@
-"""The shape shared by every queued, leased job (build, smoke test, duel).
+"""The shape shared by every leased job (build, smoke test, duel) and by live games.
 
-A job is QUEUED, then claimed by exactly one worker with a conditional UPDATE that moves it to RUNNING
-and sets ``lease_expires_at``; the worker extends the lease while it works. A RUNNING job whose lease
-expired belongs to nobody: the reaper re-queues it (or fails it after ``MAX_ATTEMPTS``).
+A job is QUEUED, then claimed by exactly one worker with a conditional UPDATE that moves it to RUNNING,
+bumps its ``generation`` (the fencing token of that claim) and sets its lease; the worker's heartbeat
+extends the lease while it works. Every later write of that worker (result, re-queue, failure, heartbeat)
+is conditional on the generation it claimed, so a worker that lost its job can never write to it again.
+Lease times are the database's clock (``Now()``), never a process's. A RUNNING job whose lease expired
+belongs to nobody: the reaper re-queues it (or fails it after ``MAX_ATTEMPTS``).
 """
 
 from __future__ import annotations
@@ -19,13 +22,40 @@ class JobState(models.TextChoices):
     FAILED = "FAILED", "failed"
 
 
-class LeasedJob(models.Model):
-    """Abstract base: state, lease and attempt bookkeeping. Subclasses define ``state`` choices."""
+class FencedWork(models.Model):
+    """Abstract base: the claim of one worker, fenced by ``generation`` and kept alive by heartbeats."""
 
-    attempts = models.PositiveIntegerField(default=0, help_text="Claims so far (1 = first run).")
-    worker = models.CharField(max_length=200, blank=True, help_text="host:pid of the last claimer.")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    generation = models.PositiveBigIntegerField(
+        default=0, help_text="Fencing token: bumped by every claim, never reset; writes must carry it."
+    )
+    worker = models.CharField(max_length=200, blank=True, help_text="host:pid:thread of the last claimer.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True, help_text="Database time.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last heartbeat (database time).")
+
+    class Meta:
+        abstract = True
+
+    #: Celery task name that runs this kind of work (set by subclasses).
+    task_name: str = ""
+    #: Field holding the state, and its values while waiting and while a worker holds it.
+    state_field: str = "state"
+    queued_state: str = JobState.QUEUED
+    running_state: str = JobState.RUNNING
+
+
+class LeasedJob(FencedWork):
+    """Abstract base of builds, smoke tests and duels: attempts, backoff and retry bookkeeping."""
+
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="Counted attempts (claims minus releases by an unhealthy worker)."
+    )
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last time a hint was sent.")
+    not_before = models.DateTimeField(
+        null=True, blank=True, help_text="Backoff: not claimable before this (database time)."
+    )
+    retry_rounds = models.PositiveSmallIntegerField(
+        default=0, help_text="Automatic re-queues after ending FAILED for an infrastructure fault."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -35,6 +65,3 @@ class LeasedJob(models.Model):
 
     class Meta:
         abstract = True
-
-    #: Celery task name that runs this kind of job (set by subclasses).
-    task_name: str = ""

@@ -16,8 +16,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from core.models.jobs import FencedWork
 
-class PlaySession(models.Model):
+
+class PlaySession(FencedWork):
     """One human-vs-agent match. Never rated; the human is ``user``, the agent ``revision``."""
 
     class Status(models.TextChoices):
@@ -34,6 +36,9 @@ class PlaySession(models.Model):
         FAILED = "FAILED", "could not run (our side)"
 
     task_name = "duel_runner.play_session"
+    state_field = "status"
+    queued_state = "QUEUED"
+    running_state = "PLAYING"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="play_sessions")
     environment = models.ForeignKey(
@@ -50,7 +55,6 @@ class PlaySession(models.Model):
     actions = models.JSONField(default=list)
     move_times = models.JSONField(default=list, help_text="Seconds per move (the agent's, send → reply).")
     moves = models.PositiveIntegerField(default=0, help_text="Moves so far; bumps with every change.")
-    worker = models.CharField(max_length=200, blank=True)
     agent_log = models.TextField(blank=True, help_text="The agent's stderr tail (owner of the agent only).")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -1,0 +1,84 @@
+"""Results that could not be stored yet, kept on the worker's disk until the database takes them.
+
+A finished duel (or build, or smoke test) is minutes of work. When the database stays unreachable longer
+than ``core.db.retry_on_db_error`` waits, the outcome is written here, under ``DATA_DIR/spool``, as one
+JSON file per claim, atomically (temporary file, fsync, rename). The worker's monitor and every new job
+on that host record the files once the database answers, through the same fenced action a live worker
+would have used, so an outcome is stored exactly once, whether that takes ten seconds or ten minutes,
+and across a worker restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from core.actions.jobs import Claim
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(?P<kind>[a-z_]+)-(?P<job>\d+)-(?P<gen>\d+)\.json$")
+
+
+@dataclass(frozen=True)
+class SpooledOutcome:
+    """One outcome waiting for the database."""
+
+    path: Path
+    kind: str
+    claim: Claim
+    outcome: dict[str, Any]
+
+
+def spool_dir() -> Path:
+    """Where this host keeps outcomes not stored yet (``DATA_DIR/spool``)."""
+    return Path(settings.DATA_DIR) / "spool"
+
+
+def put(kind: str, claim: Claim, outcome: dict[str, Any]) -> Path:
+    """Keep ``outcome`` of ``claim`` on disk, durably; returns its file."""
+    folder = spool_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{kind}-{claim.job_id}-{claim.generation}.json"
+    tmp = final.with_suffix(f".tmp{os.getpid()}")
+    record = {"claim": [claim.job_id, claim.generation, claim.attempt, claim.worker], "outcome": outcome}
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(record, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, final)
+    log.warning("the database is unreachable: kept the %s %s outcome in %s", kind, claim.job_id, final)
+    return final
+
+
+def pending() -> Iterator[SpooledOutcome]:
+    """The spooled outcomes, oldest first (unreadable files are moved aside, never lost)."""
+    folder = spool_dir()
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime):
+        match = _NAME.match(path.name)
+        if match is None:
+            continue
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            job_id, generation, attempt, worker = record["claim"]
+            claim = Claim(int(job_id), int(generation), int(attempt), str(worker))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.error("spooled outcome %s is unreadable (%s); moved aside", path, exc)
+            path.rename(path.with_suffix(".unreadable"))
+            continue
+        yield SpooledOutcome(path, match["kind"], claim, record["outcome"])
+
+
+def done(entry: SpooledOutcome) -> None:
+    """The database took (or definitively refused) ``entry``: forget it."""
+    entry.path.unlink(missing_ok=True)
