@@ -18,6 +18,10 @@ from pathlib import Path
 from builder.extract import extract_cached
 from builder.settings import BuilderSettings
 from builder.zip_validation import ValidatedZip, ValidationError, ZipLimits, validate_zip
+from run_duel.registry import RegistryConfig
+
+#: ``build_submission(registry=FROM_ENV)``: the registry of the environment (``AGENT_REGISTRY``).
+FROM_ENV = object()
 
 __all__ = [
     "BuildResult",
@@ -34,7 +38,8 @@ __all__ = [
 class BuildResult:
     """Outcome of one build.
 
-    ``agent_ref`` is what a sandbox launches: an image name (docker) or an extracted folder (local).
+    ``agent_ref`` is what a sandbox launches: an image name (docker; ``<registry>/<repo>@sha256:<digest>``
+    when a registry is configured) or an extracted folder (local).
     ``error_kind`` is "" on success, else INVALID_SUBMISSION or BUILD_FAILED or BUILD_TIMEOUT (the
     submission's fault: show ``error`` to its author) or INFRA (ours: retry later).
     """
@@ -57,11 +62,14 @@ def build_submission(
     work_dir: Path,
     settings: BuilderSettings | None = None,
     limits: ZipLimits | None = None,
+    registry: RegistryConfig | object | None = FROM_ENV,
 ) -> BuildResult:
     """Validate ``zip_path`` and make it runnable by the ``backend`` sandbox ("docker" or "local").
 
-    docker: builds (or reuses) the image; ``tag`` adds a human name to it. local: extracts into
-    ``work_dir/<content_hash>/`` (reused if present). Never raises for a bad submission or a failed build:
+    docker: builds (or reuses) the image; ``tag`` adds a human name to it; with a ``registry`` (default:
+    ``AGENT_REGISTRY`` of the environment, ``None``: none) pushes it and ``agent_ref`` is
+    ``<registry>/<repository>@sha256:<digest>``. local: extracts into ``work_dir/<content_hash>/`` (reused
+    if present). Never raises for a bad submission or a failed build:
     the problem is in ``BuildResult.error``.
     """
     started = time.monotonic()
@@ -112,7 +120,8 @@ def build_submission(
     from builder.image import ImageBuildError, build_image  # docker SDK only when needed
 
     try:
-        built = build_image(validated, settings=settings, extra_tag=tag)
+        options = {} if registry is FROM_ENV else {"registry": registry}
+        built = build_image(validated, settings=settings, extra_tag=tag, **options)
     except ImageBuildError as exc:
         return done(
             ok=False,

@@ -15,6 +15,11 @@ with a message naming the missing package.
 Images are tagged ``<repository>:<content hash prefix>-<build key prefix>``, the build key hashing the
 content, the harness, the base image id and the settings (also kept as a label). Building the same zip
 again finds the image by tag and returns at once; a tag is never re-pointed to a different image.
+
+With a registry (``AGENT_REGISTRY``, ``run_duel.registry``) every image is then pushed to
+``<registry>/<repository>:<same tag>`` and named by what the registry recorded:
+``<registry>/<repository>@sha256:<digest>``, the immutable reference workers pull (``run_duel.images``).
+A push the registry refuses is an INFRA failure, never the submission's.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound
@@ -40,6 +46,8 @@ from requests.exceptions import RequestException
 import run_duel
 from builder.settings import BuilderSettings
 from builder.zip_validation import ValidatedZip, read_member_capped
+from run_duel.images import ImageCache, cache_budget_from_env, parse_digest_ref
+from run_duel.registry import RegistryConfig, RegistryConfigError
 from run_duel.sandbox.docker_client import get_client
 
 TEMPLATE_VERSION = "2"
@@ -64,10 +72,11 @@ class ImageBuildError(Exception):
 class ImageBuild:
     """A built (or reused) image."""
 
-    image: str
+    image: str  # what a sandbox launches: the local name, or <registry>/<repo>@sha256:<digest> once pushed
     image_id: str
     log: str
     cached: bool
+    tag: str = ""  # the content-derived local tag
 
 
 def render_dockerfile(base_image: str, *, has_requirements: bool, allow_installs: bool, labels: dict) -> str:
@@ -192,14 +201,38 @@ def _error_summary(log: str, fallback: str) -> str:
     return fallback
 
 
+_FROM_ENV: Any = object()
+
+
 def build_image(
     validated: ValidatedZip,
     *,
     settings: BuilderSettings | None = None,
     extra_tag: str | None = None,
+    registry: RegistryConfig | None = _FROM_ENV,
 ) -> ImageBuild:
-    """Build (or reuse) the image for ``validated``; raise ``ImageBuildError`` on failure."""
+    """Build (or reuse) the image for ``validated``; raise ``ImageBuildError`` on failure.
+
+    With a ``registry`` (default: ``AGENT_REGISTRY`` of the environment) the image is pushed there, every
+    time (a cached image too: a push of layers the registry holds costs a few requests, and restores an
+    image the registry lost), and ``ImageBuild.image`` is ``<registry>/<repository>@sha256:<digest>``."""
     settings = settings or BuilderSettings.from_env()
+    if registry is _FROM_ENV:
+        try:
+            registry = RegistryConfig.from_env()
+        except RegistryConfigError as exc:
+            raise ImageBuildError(f"bad agent registry settings: {exc}", kind="INFRA") from exc
+    built = _build_or_reuse(validated, settings, extra_tag)
+    if registry is None:
+        return built
+    pushed = push_image(built.image_id, _split_tag(built.tag)[1], registry, settings.image_repository)
+    return ImageBuild(
+        image=pushed, image_id=built.image_id, log=built.log + f"(pushed as {pushed})\n", cached=built.cached
+    )
+
+
+def _build_or_reuse(validated: ValidatedZip, settings: BuilderSettings, extra_tag: str | None) -> ImageBuild:
+    """The local image for ``validated``: reused when its tag and build key exist, else built."""
     try:
         client = get_client()
         try:
@@ -216,7 +249,7 @@ def build_image(
             if extra_tag:
                 client.api.tag(image_id, *_split_tag(extra_tag))
             return ImageBuild(
-                image=extra_tag or tag, image_id=image_id, log="(cached image reused)\n", cached=True
+                image=extra_tag or tag, image_id=image_id, log="(cached image reused)\n", cached=True, tag=tag
             )
     except DockerException as exc:
         raise ImageBuildError(f"the Docker engine is not available: {exc}", kind="INFRA") from exc
@@ -239,7 +272,41 @@ def build_image(
         log, image_id = _run_build(context, tag, settings, network=installs)
     if extra_tag:
         get_client().api.tag(image_id, *_split_tag(extra_tag))
-    return ImageBuild(image=extra_tag or tag, image_id=image_id, log=log, cached=False)
+    return ImageBuild(image=extra_tag or tag, image_id=image_id, log=log, cached=False, tag=tag)
+
+
+def push_image(image_id: str, tag: str, registry: RegistryConfig, repository: str) -> str:
+    """Push local image ``image_id`` to ``registry`` as ``<repository>:<tag>``; return the immutable
+    reference ``<registry>/<repository>@sha256:<digest>`` (also stamped as used in this host's image
+    cache, which is then trimmed to its budget). A refused or failed push is ``ImageBuildError`` of kind
+    INFRA: our problem, never the submission's."""
+    remote = registry.repository(repository)
+    where = f"the agent registry {registry.base_url}"
+    digest = ""
+    try:
+        api = get_client().api
+        api.tag(image_id, remote, tag)
+        for item in api.push(remote, tag=tag, stream=True, decode=True, auth_config=registry.auth_config()):
+            if item.get("error"):
+                raise ImageBuildError(
+                    f"{where} refused the image {remote}:{tag}: {item['error']}", kind="INFRA"
+                )
+            aux = item.get("aux")
+            if isinstance(aux, dict) and aux.get("Digest"):
+                digest = str(aux["Digest"])
+    except (DockerException, RequestException, OSError) as exc:
+        raise ImageBuildError(f"pushing {remote}:{tag} to {where} failed: {exc}", kind="INFRA") from exc
+    ref = f"{remote}@{digest}"
+    if parse_digest_ref(ref) is None:
+        raise ImageBuildError(f"{where} accepted {remote}:{tag} but reported no digest", kind="INFRA")
+    try:
+        cache = ImageCache(registry=registry, budget_bytes=cache_budget_from_env())
+    except RegistryConfigError as exc:
+        raise ImageBuildError(f"bad agent image cache setting: {exc}", kind="INFRA") from exc
+    with contextlib.suppress(OSError):
+        cache.touch(ref)
+    cache.trim()
+    return ref
 
 
 def _split_tag(name: str) -> tuple[str, str]:

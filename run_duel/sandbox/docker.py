@@ -48,6 +48,7 @@ from docker.types import LogConfig, Ulimit
 from requests.exceptions import RequestException
 
 from run_duel.channel import Channel
+from run_duel.images import ImageCache, ImageUnavailable, parse_digest_ref
 from run_duel.sandbox.base import (
     AgentProcess,
     ExitInfo,
@@ -411,12 +412,17 @@ class DockerSandbox(Sandbox):
     )
 
     def __init__(
-        self, *, runtime_dir: str | Path | None = None, connect_timeout: float = CONNECT_TIMEOUT_S
+        self,
+        *,
+        runtime_dir: str | Path | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        images: ImageCache | None = None,
     ) -> None:
         """``runtime_dir`` is where per-launch socket folders go (default ``$AGENT_RUNTIME_DIR``, else the
         system temp folder). When the referee itself runs in a container talking to the host's engine,
         this folder must exist at the same path in that container and on the host (bind mounts are
-        resolved by the engine, on the host)."""
+        resolved by the engine, on the host). ``images`` fetches and caches agent images (default: the
+        registry and cache budget of the environment, ``run_duel.images``)."""
         try:
             self._api = get_client().api
             self._api.ping()
@@ -424,6 +430,7 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"no Docker engine answers ({exc}); run scripts/ensure_docker.sh") from exc
         base = _runtime_base(runtime_dir)
         base.mkdir(parents=True, exist_ok=True)
+        self._images = images if images is not None else ImageCache.from_env()
         self._root = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-", dir=base)
         self.connect_timeout = connect_timeout
         self._processes: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
@@ -441,10 +448,12 @@ class DockerSandbox(Sandbox):
             _share_with_agent(socket_dir, path)
             listener.listen(1)
             config = container_config(spec.agent, spec, socket_dir)
-            try:
-                container_id = self._api.create_container(**config)["Id"]
-            except ImageNotFound as exc:
-                raise SandboxError(f"agent image {spec.agent!r} not found; build it first") from exc
+            # The image is fetched if this engine lacks it, and kept until the container exists.
+            with self._images.use(spec.agent):
+                try:
+                    container_id = self._api.create_container(**config)["Id"]
+                except ImageNotFound as exc:
+                    raise ImageUnavailable(f"agent image {spec.agent} vanished from the engine") from exc
             self._api.start(container_id)
             conn = self._accept(listener, container_id)
         except BaseException as exc:
@@ -582,11 +591,14 @@ def _zip_folder(folder: Path, dest: Path) -> Path:
 def resolve_docker_agent(ref: str, *, work_dir: Path | None = None) -> str:
     """Turn a CLI agent reference into an image name.
 
-    ``ref`` may be an image name, a submission zip, or a folder holding ``player.py`` (zipped and built
-    on the fly with ``builder``). Raises ``SandboxError`` with the build error when the build fails.
+    ``ref`` may be an image name (``repo@sha256:...`` included), a submission zip, or a folder holding
+    ``player.py`` (zipped and built on the fly with ``builder``). Raises ``SandboxError`` with the build
+    error when the build fails.
     """
     path = Path(ref)
     if not path.exists():
+        if parse_digest_ref(ref):
+            return ref  # a registry image: the sandbox pulls it at launch if this engine lacks it
         try:
             get_client().api.inspect_image(ref)
         except ImageNotFound as exc:
