@@ -4,7 +4,7 @@ output "main_public_ip" {
 }
 
 output "main_private_ip" {
-  description = "VPC address of the main droplet (Postgres 5432, Redis 6379, NFS 2049 for workers)."
+  description = "VPC address of the main droplet (Postgres 5432, Redis 6379, NFS 2049, registry 5000, join service for workers)."
   value       = digitalocean_droplet.main.ipv4_address_private
 }
 
@@ -26,6 +26,16 @@ output "ssh_main" {
 output "worker_tag" {
   description = "Tag of terraform's worker droplets; the autoscaler's carry \"<name>-worker-auto\"."
   value       = digitalocean_tag.worker.name
+}
+
+output "agent_registry" {
+  description = "Where agent images live (AGENT_REGISTRY): the managed registry, or the main droplet's private one."
+  value       = var.agent_registry != "" ? var.agent_registry : "http://${digitalocean_droplet.main.ipv4_address_private}:5000/rl-arena"
+}
+
+output "join_service" {
+  description = "The join service workers trade their one-time ticket at (private network only)."
+  value       = "http://${digitalocean_droplet.main.ipv4_address_private}:${var.join_port}"
 }
 
 output "postgres_password" {

@@ -9,9 +9,14 @@ variable "do_token" {
 }
 
 variable "name" {
-  description = "Prefix of every resource name and tag."
+  description = "Prefix of every resource name and tag (worker names, which are also their Celery and database role names, derive from it)."
   type        = string
   default     = "rl-arena"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,19}$", var.name))
+    error_message = "name must be 1-20 characters: lowercase letters, digits and dashes, starting with a letter."
+  }
 }
 
 variable "region" {
@@ -102,10 +107,29 @@ variable "domain" {
   default     = ""
 }
 
-variable "agent_image_repository" {
-  description = "Registry repository for agent images (e.g. registry.digitalocean.com/<registry>/rl-arena-agent). Needed as soon as more than one machine runs workers, so a duel can run on a machine other than the one that built the images."
+variable "agent_registry" {
+  description = "Where agent images live (AGENT_REGISTRY, host[:port]/prefix). Empty: the Distribution registry on the main droplet, on its private address only, with a generated password. Else a managed registry, e.g. registry.digitalocean.com/<your-registry>."
   type        = string
-  default     = "rl-arena-agent"
+  default     = ""
+}
+
+variable "agent_registry_username" {
+  description = "User name for a managed agent_registry (DigitalOcean Container Registry: any non-empty name with a registry token as password). Unused with the main droplet's registry."
+  type        = string
+  default     = ""
+}
+
+variable "agent_registry_password" {
+  description = "Password or token for a managed agent_registry. Given to workers through the join service, never in their user-data."
+  type        = string
+  default     = ""
+  sensitive   = true
+}
+
+variable "join_port" {
+  description = "Port of the join service on the main droplet's private address (workers fetch their settings there once, with a one-time ticket)."
+  type        = number
+  default     = 8471
 }
 
 variable "autoscaler_enabled" {
