@@ -357,30 +357,32 @@ class ImageCache:
         return found
 
     def usage(self) -> tuple[int, list[dict[str, Any]]]:
-        """(bytes the agent images hold on their own, the agent images as the engine's ``df`` lists them).
+        """(the bytes the cached images hold, the cached images as the engine's ``df`` lists them).
 
-        An image's own bytes are its size minus the layers it shares with other images (the base image):
-        what removing it frees."""
+        The cache is the agent images this host can pull back from the configured registry (they carry
+        one of its digests); images built here and never pushed are not the cache's to remove, and do not
+        count. An image's bytes are its size minus the layers it shares with other images (the base
+        image): what removing it frees."""
         images = [
             image
             for image in self.api.df().get("Images") or []
             if (image.get("Labels") or {}).get(AGENT_IMAGE_LABEL[0]) == AGENT_IMAGE_LABEL[1]
+            and self._registry_digests(image)
         ]
         return sum(_own_bytes(image) for image in images), images
 
     def enforce_budget(self) -> list[str]:
-        """Remove least recently used agent images until their own bytes fit ``budget_bytes``.
+        """Remove least recently used cached images until ``usage`` fits ``budget_bytes``.
 
-        Only images that can be pulled back (they carry a digest of the configured registry) and that no
-        container uses and no launch holds (their lock is free) are removed; references are removed one by
-        one without ``force``, so the engine itself refuses an image a container uses. Returns the removed
-        image ids."""
+        Only images that no container uses and no launch holds (their lock is free) are removed, each
+        reference one by one without ``force``, so the engine itself refuses an image a container uses.
+        Returns the removed image ids."""
         if self.budget_bytes <= 0 or self.registry is None:
             return []
         total, images = self.usage()
         if total <= self.budget_bytes:
             return []
-        candidates = [img for img in images if self._registry_digests(img) and not img.get("Containers")]
+        candidates = [image for image in images if not image.get("Containers")]
         candidates.sort(key=self._last_use_of)
         removed: list[str] = []
         for image in candidates:
