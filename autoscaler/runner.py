@@ -12,8 +12,10 @@
 | AUTOSCALER_DRY_RUN | 0 | 1: print the provider calls instead of making them |
 | AUTOSCALER_RUN_DIR | $DATA_DIR/run/autoscaler | local provider: pid files and logs |
 | AUTOSCALER_DO_TOKEN (or _FILE) | | DigitalOcean API token |
+| AUTOSCALER_DO_API_URL | https://api.digitalocean.com/v2 | API base address (tests: a local server) |
 | AUTOSCALER_DO_REGION, _SIZE, _IMAGE, _VPC_UUID, _TAG, _SSH_KEYS | | droplet spec (terraform writes them) |
-| AUTOSCALER_DO_USER_DATA_FILE | | the workers' cloud-init (terraform puts it under $DATA_DIR/autoscaler/) |
+| AUTOSCALER_DO_USER_DATA_FILE | | workers' cloud-init template (terraform: $DATA_DIR/autoscaler/) |
+| AUTOSCALER_JOIN_KEY (or _FILE) | | signs each droplet's one-time join ticket (``autoscaler.join``) |
 """
 
 from __future__ import annotations
@@ -98,6 +100,27 @@ def celery_drain_hook(name: str) -> None:
     app.control.cancel_consumer(settings.CELERY_TASK_DEFAULT_QUEUE, destination=[f"worker@{name}"])
 
 
+def revoke_worker_db_role(name: str) -> None:
+    """Drop the PostgreSQL role the join service gave worker ``name`` (its droplet is gone).
+
+    Logged, not raised: the droplet is already deleted, and a role left behind is reported loudly.
+    """
+    from django.db import connection
+
+    from autoscaler.join import revoke_sql, worker_role
+
+    if connection.vendor != "postgresql":
+        return
+    try:
+        with connection.cursor() as cursor:
+            for statement in revoke_sql(worker_role(name)).strip().splitlines():
+                cursor.execute(statement)
+    except Exception:
+        log.exception("could not drop the database role of destroyed worker %s: drop it by hand", name)
+    else:
+        log.info("dropped the database role of destroyed worker %s", name)
+
+
 def provider_from_env(kind: str | None = None, *, dry_run: bool | None = None) -> Provider:
     """The provider named by ``kind`` (default AUTOSCALER_PROVIDER), configured from the environment."""
     kind = (kind or os.environ.get("AUTOSCALER_PROVIDER", "local")).strip().lower()
@@ -109,20 +132,29 @@ def provider_from_env(kind: str | None = None, *, dry_run: bool | None = None) -
         run_dir = Path(os.environ.get("AUTOSCALER_RUN_DIR", "") or data_dir / "run" / "autoscaler")
         return LocalProvider(run_dir)
     if kind == "digitalocean":
-        from autoscaler.providers.digitalocean import DigitalOceanProvider, DropletSpec
+        from autoscaler.providers.digitalocean import API, DigitalOceanProvider, DropletSpec
 
         user_data_file = os.environ.get("AUTOSCALER_DO_USER_DATA_FILE", "").strip()
         if not user_data_file and not dry:
             raise ValueError("AUTOSCALER_DO_USER_DATA_FILE is required (the workers' cloud-init)")
+        tag = os.environ.get("AUTOSCALER_DO_TAG", "rl-arena-worker-auto").strip()
         spec = DropletSpec(
             region=os.environ.get("AUTOSCALER_DO_REGION", "fra1"),
             size=os.environ.get("AUTOSCALER_DO_SIZE", "s-2vcpu-4gb"),
             image=os.environ.get("AUTOSCALER_DO_IMAGE", "ubuntu-24-04-x64"),
-            tag=os.environ.get("AUTOSCALER_DO_TAG", "rl-arena-worker-auto"),
+            tag=tag,
+            name_prefix=tag,
             user_data=Path(user_data_file).read_text() if user_data_file else "#cloud-config\n",
             vpc_uuid=os.environ.get("AUTOSCALER_DO_VPC_UUID", ""),
             ssh_keys=[k for k in os.environ.get("AUTOSCALER_DO_SSH_KEYS", "").split(",") if k.strip()],
         )
-        hook = None if dry else celery_drain_hook
-        return DigitalOceanProvider(spec, _secret("AUTOSCALER_DO_TOKEN"), dry_run=dry, drain_hook=hook)
+        return DigitalOceanProvider(
+            spec,
+            _secret("AUTOSCALER_DO_TOKEN"),
+            join_key=_secret("AUTOSCALER_JOIN_KEY"),
+            dry_run=dry,
+            api=os.environ.get("AUTOSCALER_DO_API_URL", "").strip() or API,
+            drain_hook=None if dry else celery_drain_hook,
+            on_destroy=None if dry else revoke_worker_db_role,
+        )
     raise ValueError(f"AUTOSCALER_PROVIDER must be local or digitalocean, got {kind!r}")

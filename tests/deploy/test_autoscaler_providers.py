@@ -15,7 +15,7 @@ import pytest
 from deploy_helpers import REPO, django_env
 
 from autoscaler.policy import QueueSnapshot, ScalingPolicy
-from autoscaler.providers.digitalocean import DigitalOceanProvider, DropletSpec, create_droplets_body
+from autoscaler.providers.digitalocean import DigitalOceanProvider, DropletSpec, create_droplet_body
 from autoscaler.providers.local import LocalProvider
 from autoscaler.runner import provider_from_env, step
 
@@ -119,8 +119,8 @@ SPEC = DropletSpec(
 
 
 def test_the_droplet_create_body_carries_the_spec() -> None:
-    body = create_droplets_body(SPEC, ["w-1", "w-2"])
-    assert body["names"] == ["w-1", "w-2"]
+    body = create_droplet_body(SPEC, "w-1", SPEC.user_data)
+    assert body["name"] == "w-1"
     assert body["tags"] == ["rl-arena-worker-auto"]
     assert (body["region"], body["size"], body["image"], body["vpc_uuid"]) == (
         "fra1", "s-2vcpu-4gb", "ubuntu-24-04-x64", "vpc-123",
@@ -136,10 +136,11 @@ def test_the_digitalocean_dry_run_prints_the_calls_and_sends_nothing() -> None:
     provider.drain("w-7")
     provider.destroy("w-7")
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("DRY-RUN POST http://127.0.0.1:9/v2/droplets ")
-    body = json.loads(lines[0].split(" ", 3)[3])
-    assert body["names"] == names and len(names) == 2
-    assert body["user_data"].startswith("<") and "cloud-init" in body["user_data"]
+    bodies = [json.loads(line.split(" ", 3)[3]) for line in lines[:2]]
+    assert all(line.startswith("DRY-RUN POST http://127.0.0.1:9/v2/droplets ") for line in lines[:2])
+    assert [b["name"] for b in bodies] == names and len(set(names)) == 2
+    assert all(b["user_data"].startswith("<") and "cloud-init" in b["user_data"] for b in bodies)
+    lines = lines[1:]
     assert lines[1].startswith("DRY-RUN POST http://127.0.0.1:9/v2/tags ")
     assert lines[2].startswith(
         "DRY-RUN POST http://127.0.0.1:9/v2/tags/rl-arena-worker-auto-draining/resources "
@@ -196,3 +197,30 @@ def test_one_dry_run_step_reads_the_database_and_prints_the_droplet_it_would_cre
     assert "DRY-RUN POST https://api.digitalocean.com/v2/droplets" in done.stdout
     assert '"tags": ["arena-auto"]' in done.stdout
     assert "queued=0 running=0" in done.stderr
+
+    # The same command for real, configured from the environment, against the local API stand-in.
+    from fake_digitalocean import FakeDigitalOcean
+    from terraform_render import autoscaler_worker_template
+
+    from autoscaler.join import check_ticket
+
+    (tmp_path / "worker.yaml").write_text(autoscaler_worker_template())
+    (tmp_path / "join.key").write_text("j" * 64)
+    fake = FakeDigitalOcean(token="dop_v1_cli")
+    api = fake.start()
+    try:
+        env.update(AUTOSCALER_DO_API_URL=api, AUTOSCALER_DO_TOKEN="dop_v1_cli",
+                   AUTOSCALER_DO_USER_DATA_FILE=str(tmp_path / "worker.yaml"),
+                   AUTOSCALER_JOIN_KEY_FILE=str(tmp_path / "join.key"))  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "autoscaler", "run", "--provider", "digitalocean", "--once"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        fake.stop()
+    assert done.returncode == 0, done.stderr
+    (name,) = fake.names("arena-auto")
+    (user_data,) = fake.user_data.values()
+    ticket = next(line.strip() for line in user_data.splitlines() if line.strip().startswith(name + "."))
+    assert check_ticket("j" * 64, ticket) == (name, ticket.split(".")[1])
+    assert {r.authorization for r in fake.requests} == {"Bearer dop_v1_cli"}
