@@ -23,6 +23,7 @@ command -v nginx >/dev/null || need+=(nginx)          # nginx config and end-to-
 command -v chromium >/dev/null || need+=(chromium)    # browser tests (Playwright drives Debian's Chromium)
 command -v node >/dev/null || need+=(nodejs)          # game renderer tests
 command -v openssl >/dev/null || need+=(openssl)      # self-signed certificate for the TLS nginx block
+command -v faketime >/dev/null || need+=(faketime)    # fault suite: a reaper whose clock runs fast
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi

@@ -15,7 +15,7 @@ from django.conf import settings
 from core import storage
 from core.actions import Claim, claim_build, fail_build, finish_build
 from core.jobs.runner import InfrastructureError, JobKind, run_job
-from core.models import Build, Revision
+from core.models import Build
 
 
 def _build(build: Build, claim: Claim) -> dict[str, Any]:
@@ -23,9 +23,8 @@ def _build(build: Build, claim: Claim) -> dict[str, Any]:
     outcome, ours raise :class:`InfrastructureError`."""
     from builder import build_submission
 
-    revision = Revision.objects.select_related("competitor").get(pk=build.revision_id)
     result = build_submission(
-        storage.absolute(revision.zip_path),
+        storage.absolute(build.revision.zip_path),
         # No human tag: the builder then returns its content-addressed image name, which can never be
         # re-pointed by another deployment or test database sharing this Docker engine.
         tag=None,

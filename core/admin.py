@@ -23,6 +23,7 @@ from core.models import (
     Tournament,
     TournamentParticipant,
     User,
+    WorkerStatus,
 )
 
 
@@ -92,7 +93,13 @@ class RevisionAdmin(admin.ModelAdmin):
         return False  # states change through actions only
 
 
+#: The claim and retry bookkeeping every job row shows (fencing token, heartbeat, backoff, retry rounds).
+JOB_LIFECYCLE_FIELDS = ["generation", "heartbeat_at", "not_before", "retry_rounds"]
+
+
 class JobAdmin(admin.ModelAdmin):
+    """Builds, smoke tests and duels: read-only pages (state changes go through the actions)."""
+
     list_filter = ["state"]
     date_hierarchy = "created_at"
 
@@ -110,6 +117,7 @@ class BuildAdmin(JobAdmin):
         "revision",
         "state",
         "attempts",
+        *JOB_LIFECYCLE_FIELDS,
         "worker",
         "lease_expires_at",
         "duration_s",
@@ -135,6 +143,7 @@ class SmokeTestAdmin(JobAdmin):
         "state",
         "passed",
         "attempts",
+        *JOB_LIFECYCLE_FIELDS,
         "worker",
         "lease_expires_at",
         "created_at",
@@ -169,6 +178,8 @@ class DuelAdmin(JobAdmin):
         "state",
         "result",
         "attempts",
+        *JOB_LIFECYCLE_FIELDS,
+        "lease_expires_at",
         "rated",
         "priority",
         "created_at",
@@ -186,6 +197,24 @@ class DuelAdmin(JobAdmin):
         return (
             super().get_queryset(request).defer("player_1_log", "player_2_log").select_related("environment")
         )
+
+
+@admin.register(WorkerStatus)
+class WorkerStatusAdmin(admin.ModelAdmin):
+    """Each Celery worker as its health monitor last reported it (read-only: workers write these rows)."""
+
+    list_display = ["name", "healthy", "problem", "last_seen", "changed_at", "host", "queues", "stopped"]
+    list_filter = ["healthy", "stopped", "host"]
+    search_fields = ["name", "host", "problem"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Match)

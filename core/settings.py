@@ -280,6 +280,39 @@ CHALLENGES_PER_DAY = env_int("CHALLENGES_PER_DAY", 5, minimum=0)
 # Absolute links in notification emails ("https://arena.example.org"); empty: site paths only.
 SITE_URL = (env_str("SITE_URL", "") or "").rstrip("/")
 
+# --- agent images: the registry and each worker's image cache (run_duel/registry.py, run_duel/images.py) --
+# AGENT_REGISTRY: [http://|https://]host[:port][/prefix]; empty or "none": no registry, agent images stay in
+# the Docker engine that built them (one machine only). The builder and the workers read these variables
+# from the environment themselves; here they are checked once, loudly, at start-up.
+AGENT_REGISTRY_USERNAME = (env_str("AGENT_REGISTRY_USERNAME", "") or "").strip()
+AGENT_REGISTRY_PASSWORD = env_secret("AGENT_REGISTRY_PASSWORD") or ""
+AGENT_REGISTRY_API_URL = (env_str("AGENT_REGISTRY_API_URL", "") or "").strip()
+# Bytes of pulled agent images each worker host keeps; least recently used unused ones go first (0: no limit).
+AGENT_IMAGE_CACHE_BYTES = env_int("AGENT_IMAGE_CACHE_BYTES", 10 * 1024**3, minimum=0)
+
+
+def _agent_registry() -> str:
+    """``AGENT_REGISTRY``, refused at start-up unless the workers can use it as it is."""
+    from run_duel.registry import RegistryConfig, RegistryConfigError
+
+    value = (env_str("AGENT_REGISTRY", "") or "").strip()
+    if value.lower() == "none":
+        return ""
+    if value:
+        try:
+            RegistryConfig.parse(
+                value,
+                username=AGENT_REGISTRY_USERNAME,
+                password=AGENT_REGISTRY_PASSWORD,
+                api_url=AGENT_REGISTRY_API_URL,
+            )
+        except RegistryConfigError as exc:
+            raise ImproperlyConfigured(str(exc)) from None
+    return value
+
+
+AGENT_REGISTRY = _agent_registry()
+
 # --- Celery --------------------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "") or ""
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or REDIS_URL or "filesystem://"

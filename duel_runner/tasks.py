@@ -23,7 +23,7 @@ from core.actions import (
     record_duel_result,
 )
 from core.jobs.runner import InfrastructureError, JobKind, run_job
-from core.models import Duel, Revision, SmokeTest
+from core.models import Duel, SmokeTest
 from duel_runner.reaper import reap
 from run_duel.outcomes import DuelResult, MatchResult
 
@@ -47,7 +47,7 @@ def _smoke_test(smoke: SmokeTest, claim: Claim) -> dict[str, Any]:
     """Self-play the revision; a player error is a verdict, ours raises :class:`InfrastructureError`."""
     from run_duel.api import LaunchSpec, get_sandbox, smoke_test
 
-    revision = Revision.objects.select_related("competitor__environment").get(pk=smoke.revision_id)
+    revision = smoke.revision
     spec = LaunchSpec(
         agent=revision.agent_ref, labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation)}
     )
@@ -73,7 +73,6 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     fair matches are kept (the others count for nobody)."""
     from run_duel.api import LaunchSpec, get_sandbox, play_duel, validate_duel_json
 
-    duel = Duel.objects.select_related("environment", "revision_1", "revision_2").get(pk=duel.pk)
     labels = {"duel": str(duel.pk), "attempt": str(claim.generation)}
     specs = [
         LaunchSpec(agent=rev.agent_ref, labels={**labels, "seat": str(seat)})

@@ -19,7 +19,7 @@ def _tail(text: str, limit: int) -> str:
 def claim_build(build_id: int, worker: str | None = None, lease_s: float | None = None) -> Build | None:
     """Claim build ``build_id`` for ``worker`` (``None`` if not claimable); its revision becomes BUILDING."""
     with transaction.atomic():
-        build = claim_job(Build, build_id, worker, lease_s)
+        build = claim_job(Build, build_id, worker, lease_s, related=("revision",))
         if build is not None:
             Revision.objects.filter(pk=build.revision_id, state=Revision.State.UPLOADED).update(
                 state=Revision.State.BUILDING, updated_at=timezone.now()

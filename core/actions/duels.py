@@ -63,8 +63,9 @@ def schedule_duel(
 
 
 def claim_duel(duel_id: int, worker: str | None = None, lease_s: float | None = None) -> Duel | None:
-    """Claim duel ``duel_id`` (``None`` if someone else has it, it is finished, or out of attempts)."""
-    return claim_job(Duel, duel_id, worker, lease_s)
+    """Claim duel ``duel_id`` (``None`` if someone else has it, it is finished, or out of attempts), with
+    its environment and revisions loaded."""
+    return claim_job(Duel, duel_id, worker, lease_s, related=("environment", "revision_1", "revision_2"))
 
 
 def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:

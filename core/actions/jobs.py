@@ -60,9 +60,14 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident() % 100000}"
 
 
+def db_now() -> Any:
+    """The database's clock, as an expression: the only "now" that leases, heartbeats and backoff use."""
+    return Now()
+
+
 def db_in(seconds: float) -> Any:
     """The database's ``now() + seconds`` as an expression (never a process clock)."""
-    return ExpressionWrapper(Now() + timedelta(seconds=seconds), output_field=models.DateTimeField())
+    return ExpressionWrapper(db_now() + timedelta(seconds=seconds), output_field=models.DateTimeField())
 
 
 def _state_q(model: type[FencedWork], *states: str) -> Q:
@@ -70,38 +75,44 @@ def _state_q(model: type[FencedWork], *states: str) -> Q:
 
 
 def claim_job(
-    model: type[J], job_id: int, worker: str | None = None, lease_s: float | None = None
+    model: type[J],
+    job_id: int,
+    worker: str | None = None,
+    lease_s: float | None = None,
+    *,
+    related: tuple[str, ...] = (),
 ) -> J | None:
     """Atomically give job ``job_id`` to ``worker``; ``None`` if someone else holds it, it is over, it
-    used up ``MAX_ATTEMPTS`` or it is backing off (see :func:`seconds_until_claimable`)."""
+    used up ``MAX_ATTEMPTS`` or it is backing off (see :func:`seconds_until_claimable`). The claimed row
+    is returned with ``related`` rows loaded, so the work needs no query before its outcome."""
     lease = lease_s if lease_s is not None else settings.LEASE_SECONDS
     queued, running = model.queued_state, model.running_state
     jobs = model.objects.filter(pk=job_id).filter(
-        _state_q(model, queued) | (_state_q(model, running) & Q(lease_expires_at__lt=Now()))
+        _state_q(model, queued) | (_state_q(model, running) & Q(lease_expires_at__lt=db_now()))
     )
     changes: dict[str, Any] = {
         model.state_field: running,
         "worker": worker or worker_name(),
         "generation": F("generation") + 1,
         "lease_expires_at": db_in(lease),
-        "heartbeat_at": Now(),
+        "heartbeat_at": db_now(),
     }
     if issubclass(model, LeasedJob):
         jobs = jobs.filter(attempts__lt=settings.MAX_ATTEMPTS).filter(
-            Q(not_before__isnull=True) | Q(not_before__lte=Now())
+            Q(not_before__isnull=True) | Q(not_before__lte=db_now())
         )
-        changes.update(attempts=F("attempts") + 1, started_at=Now(), not_before=None)
+        changes.update(attempts=F("attempts") + 1, started_at=db_now(), not_before=None)
     with transaction.atomic():
         if jobs.update(**changes) != 1:
             return None
-        return model.objects.get(pk=job_id)
+        return model.objects.select_related(*related).get(pk=job_id)
 
 
 def seconds_until_claimable(model: type[FencedWork], job_id: int) -> float | None:
     """Why a claim failed, in seconds: how long until the job's backoff or its holder's lease ends
     (database time), ``0`` if it is claimable now, ``None`` if it never will be (over, or no such job)."""
-    delay = ExpressionWrapper(F("not_before") - Now(), output_field=DurationField())
-    left = ExpressionWrapper(F("lease_expires_at") - Now(), output_field=DurationField())
+    delay = ExpressionWrapper(F("not_before") - db_now(), output_field=DurationField())
+    left = ExpressionWrapper(F("lease_expires_at") - db_now(), output_field=DurationField())
     fields = [model.state_field, "lease_left"]
     qs = model.objects.filter(pk=job_id).annotate(lease_left=left)
     if issubclass(model, LeasedJob):
@@ -130,7 +141,7 @@ def extend_lease(model: type[FencedWork], claim: Claim, lease_s: float | None = 
         model.state_field: model.running_state,
         "worker": claim.worker,
         "lease_expires_at": db_in(lease),
-        "heartbeat_at": Now(),
+        "heartbeat_at": db_now(),
     }
     if issubclass(model, LeasedJob):
         changes["not_before"] = None
@@ -159,7 +170,7 @@ def lock_expired(model: type[J], job_id: int) -> J | None:
     """Lock job ``job_id`` if it is running with a lease that ended (database time); for the reaper."""
     return (
         model.objects.select_for_update()
-        .filter(pk=job_id, lease_expires_at__lt=Now())
+        .filter(pk=job_id, lease_expires_at__lt=db_now())
         .filter(_state_q(model, model.running_state))
         .first()
     )
@@ -192,13 +203,13 @@ def release_locked_job(
     if retry and (not counted or job.attempts < settings.MAX_ATTEMPTS):
         delay = backoff_seconds(max(1, job.attempts)) if delay_s is None else max(0.0, delay_s)
         job.state = QUEUED
-        job.enqueued_at = Now()
+        job.enqueued_at = db_now()
         job.not_before = db_in(delay) if delay > 0 else None
         job.save(update_fields=[*fields, "enqueued_at", "not_before"])
         enqueue_on_commit(job.task_name, job.pk, countdown=delay)
         return True
     job.state = FAILED
-    job.finished_at = Now()
+    job.finished_at = db_now()
     job.save(update_fields=[*fields, "finished_at"])
     return False
 
@@ -234,7 +245,7 @@ def requeue_failed_job(model: type[J], job_id: int, *, automatic: bool) -> J | N
     changes: dict[str, Any] = {
         "state": QUEUED,
         "attempts": 0,
-        "enqueued_at": Now(),
+        "enqueued_at": db_now(),
         "not_before": None,
         "finished_at": None,
     }

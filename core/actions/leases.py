@@ -13,11 +13,10 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F, Q
-from django.db.models.functions import Now
 
 from core.actions.builds import fail_build, on_build_requeued
 from core.actions.duels import fail_duel, on_duel_requeued
-from core.actions.jobs import db_in, requeue_failed_job
+from core.actions.jobs import db_in, db_now, requeue_failed_job
 from core.actions.smoke_tests import fail_smoke_test, on_smoke_test_requeued
 from core.models import Build, Duel, ReaperState, Revision, SmokeTest
 from core.models.jobs import LeasedJob
@@ -42,13 +41,13 @@ def begin_reaper_round() -> bool:
     with transaction.atomic():
         ReaperState.objects.select_for_update().get_or_create(pk=1)
         stale = ReaperState.objects.filter(pk=1, last_round_at__lt=db_in(-gap_allowed)).exists()
-        changes: dict[str, Any] = {"last_round_at": Now()}
+        changes: dict[str, Any] = {"last_round_at": db_now()}
         if stale:
             pause = settings.LEASE_SECONDS + settings.HEARTBEAT_SECONDS
             changes["leases_paused_until"] = db_in(pause)
             log.warning("the previous reaper round is long past: expired leases wait %.0f s", pause)
         ReaperState.objects.filter(pk=1).update(**changes)
-        paused = ReaperState.objects.filter(pk=1, leases_paused_until__gt=Now()).exists()
+        paused = ReaperState.objects.filter(pk=1, leases_paused_until__gt=db_now()).exists()
     return not paused
 
 
@@ -58,7 +57,7 @@ def requeue_expired_leases() -> dict[str, int]:
     counts: dict[str, int] = {}
     for model, fail in _FAILERS:
         expired = list(
-            model.objects.filter(state="RUNNING", lease_expires_at__lt=Now())
+            model.objects.filter(state="RUNNING", lease_expires_at__lt=db_now())
             .order_by("lease_expires_at")
             .values_list("pk", flat=True)[:BATCH]
         )
@@ -82,13 +81,13 @@ def resend_stale_hints() -> dict[str, int]:
         order = ["-priority", "enqueued_at"] if model is Duel else ["enqueued_at"]
         stale = list(
             model.objects.filter(state="QUEUED", enqueued_at__lt=cutoff, attempts__lt=settings.MAX_ATTEMPTS)
-            .filter(Q(not_before__isnull=True) | Q(not_before__lte=Now()))
+            .filter(Q(not_before__isnull=True) | Q(not_before__lte=db_now()))
             .order_by(*order)
             .values_list("pk", flat=True)[:BATCH]
         )
         if stale:
             with transaction.atomic():
-                model.objects.filter(pk__in=stale, state="QUEUED").update(enqueued_at=Now())
+                model.objects.filter(pk__in=stale, state="QUEUED").update(enqueued_at=db_now())
             for job_id in stale:
                 send_task(model.task_name, job_id)
             log.warning("re-sent %d lost %s hint(s)", len(stale), model._meta.model_name)
@@ -122,7 +121,7 @@ def _retry_due(model: type[LeasedJob]) -> list[int]:
     they failed, database time)."""
     if settings.FAILED_RETRY_ROUNDS <= 0:
         return []
-    age = ExpressionWrapper(Now() - F("finished_at"), output_field=DurationField())
+    age = ExpressionWrapper(db_now() - F("finished_at"), output_field=DurationField())
     failed = model.objects.filter(state="FAILED", retry_rounds__lt=settings.FAILED_RETRY_ROUNDS)
     if model is Build:
         failed = failed.filter(error="")  # the submission's own faults are final

@@ -14,11 +14,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models.functions import Now
 from django.utils import timezone
 
 from core.actions.errors import ActionError
-from core.actions.jobs import Claim, claim_job, lock_claimed, lock_expired
+from core.actions.jobs import Claim, claim_job, db_now, lock_claimed, lock_expired
 from core.models import Competitor, PlaySession, Revision
 from core.queue import enqueue_on_commit
 
@@ -246,7 +245,7 @@ def requeue_orphaned_play_sessions() -> int:
     """Hand PLAYING sessions whose worker stopped sending heartbeats (database time) to another worker:
     the game resumes from its stored state with a fresh agent. Returns how many were re-queued."""
     expired = PlaySession.objects.filter(
-        status=PlaySession.Status.PLAYING, lease_expires_at__lt=Now()
+        status=PlaySession.Status.PLAYING, lease_expires_at__lt=db_now()
     ).values_list("pk", flat=True)[:500]
     requeued = 0
     for session_id in list(expired):

@@ -19,7 +19,9 @@ def claim_smoke_test(
 ) -> SmokeTest | None:
     """Claim a smoke test (``None`` if not claimable); its revision becomes TESTING."""
     with transaction.atomic():
-        smoke = claim_job(SmokeTest, smoke_test_id, worker, lease_s)
+        smoke = claim_job(
+            SmokeTest, smoke_test_id, worker, lease_s, related=("revision__competitor__environment",)
+        )
         if smoke is not None:
             Revision.objects.filter(pk=smoke.revision_id, state=Revision.State.BUILT).update(
                 state=Revision.State.TESTING, updated_at=timezone.now()
