@@ -55,6 +55,16 @@ def data_dir(settings: Any, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def fresh_health_probe() -> Iterator[None]:
+    """The worker health probe's answer is cached per process: no test sees another test's answer."""
+    from core.jobs import health
+
+    health._cache.clear()
+    yield
+    health._cache.clear()
+
+
 @pytest.fixture
 def environments(db: Any) -> dict[str, Any]:
     """Every game of ``environments/`` synced into the database, by slug."""

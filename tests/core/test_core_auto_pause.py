@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from core.actions import (
+    Claim,
     claim_duel,
+    claim_smoke_test,
     finish_smoke_test,
     record_duel_result,
     schedule_duel,
@@ -46,8 +48,8 @@ def _duel_json(errors_of_player_2: int, n: int = 4) -> dict:
 
 def _play(opponent: Revision, revision: Revision, errors: int, kind: str = "LADDER") -> None:
     duel = schedule_duel(opponent, revision, kind=kind)
-    claim_duel(duel.pk, "w1")
-    assert record_duel_result(duel.pk, _duel_json(errors))
+    claim = Claim.of(claim_duel(duel.pk, "w1"))
+    assert record_duel_result(claim, _duel_json(errors))
 
 
 @pytest.fixture
@@ -98,8 +100,8 @@ def test_challenges_never_pause_and_the_setting_can_disable_pausing(playing, set
 
 
 def _pass_smoke_test(revision: Revision) -> None:
-    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING")
-    assert finish_smoke_test(smoke.pk, passed=True, reason="", duel_json=None, log="")
+    smoke = claim_smoke_test(SmokeTest.objects.create(revision=revision).pk, "w1")
+    assert finish_smoke_test(Claim.of(smoke), passed=True, reason="", duel_json=None, log="")
 
 
 def test_a_newer_revision_that_passes_its_smoke_test_lifts_an_automatic_pause(playing, make_revision):

@@ -7,8 +7,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from core.actions import claim_duel, fail_duel, reject_revision, schedule_duel
-from core.models import Build, Competitor, Duel, Environment, Revision
+from core.actions import Claim, claim_duel, fail_duel, reject_revision, schedule_duel
+from core.actions.jobs import db_in
+from core.jobs import health
+from core.models import Build, Competitor, Duel, Environment, Revision, WorkerStatus
 
 
 def run(*args):
@@ -53,6 +55,11 @@ def test_load_example_players_submits_random_and_minimax_everywhere_once(environ
     assert Revision.objects.count() == 2 * active  # identical uploads are skipped
 
 
+def fail_once(duel, reason="engine down"):
+    """A worker claims ``duel`` and reports an infrastructure failure (re-queued or FAILED)."""
+    assert fail_duel(duel.pk, reason, claim=Claim.of(claim_duel(duel.pk, "w")))
+
+
 def test_queue_status_reports_counts_and_expired_leases(make_revision):
     duel = schedule_duel(make_revision(), make_revision())
     claim_duel(duel.pk, "w", lease_s=-1)
@@ -62,11 +69,46 @@ def test_queue_status_reports_counts_and_expired_leases(make_revision):
     assert "expired leases: 1" in run("queue_status")
 
 
+def test_queue_status_lists_jobs_backing_off(make_revision, settings):
+    settings.RETRY_BACKOFF_SECONDS = 600
+    waiting, ready = (schedule_duel(make_revision(), make_revision()) for _ in range(2))
+    fail_once(waiting, "the Docker engine does not answer")
+    status = json.loads(run("queue_status", "--json"))["duel"]
+    assert status["states"] == {"QUEUED": 2} and status["backing_off"] == 1
+    [job] = status["backing_off_jobs"]
+    assert (job["id"], job["attempts"]) == (waiting.pk, 1)
+    assert 0 < job["claimable_in_s"] <= 600
+    assert "the Docker engine does not answer" in job["last_failure"]
+    assert ready.pk not in [j["id"] for j in status["backing_off_jobs"]]
+    text = run("queue_status")
+    assert "backing off: 1" in text and f"duel {waiting.pk} claimable in" in text
+
+
+def test_queue_status_lists_each_workers_health_in_database_time(db, settings, monkeypatch, tmp_path):
+    settings.SANDBOX = "local"
+    assert health.probe_now() is None
+    health.report("good@host", healthy=True, problem="", queues=["celery"])
+    settings.SANDBOX = "docker"
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # nothing listens there
+    problem = health.probe_now()
+    assert problem and "does not answer" in problem
+    health.report("bad@host", healthy=False, problem=problem, queues=["celery"])
+    WorkerStatus.objects.filter(name="bad@host").update(last_seen=db_in(-90))
+    workers = {w["name"]: w for w in json.loads(run("queue_status", "--json"))["workers"]}
+    assert set(workers) == {"good@host", "bad@host"}
+    assert (workers["good@host"]["healthy"], workers["good@host"]["problem"]) == (True, "")
+    assert 0 <= workers["good@host"]["last_seen_s"] < 90
+    assert (workers["bad@host"]["healthy"], workers["bad@host"]["problem"]) == (False, problem)
+    assert 90 <= workers["bad@host"]["last_seen_s"] < 3600
+    text = run("queue_status")
+    assert "good@host: healthy; last seen" in text
+    assert f"bad@host: unhealthy: {problem}; last seen 9" in text
+
+
 def test_requeue_failed_gives_failed_duels_fresh_attempts(make_revision, settings):
     settings.MAX_ATTEMPTS = 1
     duel = schedule_duel(make_revision(), make_revision())
-    claim_duel(duel.pk, "w")
-    fail_duel(duel.pk, "engine down", retry=True)
+    fail_once(duel)
     assert Duel.objects.get(pk=duel.pk).state == "FAILED"
     assert "duel: 1" in run("requeue_failed")
     assert Duel.objects.values_list("state", "attempts").get(pk=duel.pk) == ("QUEUED", 0)
@@ -95,18 +137,44 @@ def test_rejecting_the_current_revision_falls_back_to_the_previous_eligible_one(
         "rating",
         "ratinghistory",
         "tournament",
+        "workerstatus",
     ],
 )
 def test_admin_changelists_render(admin_client, make_revision, model):
     make_revision()
+    health.report("w1@host", healthy=False, problem="the Docker engine does not answer", queues=["celery"])
     assert admin_client.get(reverse(f"admin:core_{model}_changelist")).status_code == 200
+
+
+def test_admin_shows_worker_health_read_only(admin_client, db):
+    health.report("w1@host", healthy=False, problem="the Docker engine does not answer", queues=["celery"])
+    page = admin_client.get(reverse("admin:core_workerstatus_changelist")).content.decode()
+    assert "w1@host" in page and "the Docker engine does not answer" in page
+    worker = WorkerStatus.objects.get(name="w1@host")
+    assert admin_client.get(reverse("admin:core_workerstatus_add")).status_code == 403
+    assert admin_client.post(reverse("admin:core_workerstatus_delete", args=[worker.pk])).status_code == 403
+    change = admin_client.post(reverse("admin:core_workerstatus_change", args=[worker.pk]), {"healthy": "on"})
+    assert change.status_code == 403
+    assert not WorkerStatus.objects.get(pk=worker.pk).healthy
+
+
+def test_admin_job_pages_show_the_claim_and_retry_bookkeeping(admin_client, make_revision, settings):
+    settings.RETRY_BACKOFF_SECONDS = 600
+    duel = schedule_duel(make_revision(), make_revision())
+    fail_once(duel)
+    claim_duel(duel.pk, "w")  # refused: backing off
+    listing = admin_client.get(reverse("admin:core_duel_changelist")).content.decode()
+    for column in ("generation", "heartbeat at", "not before", "retry rounds"):
+        assert column in listing.lower()
+    page = admin_client.get(reverse("admin:core_duel_change", args=[duel.pk])).content.decode()
+    for label in ("Generation", "Heartbeat at", "Not before", "Retry rounds"):
+        assert label in page
 
 
 def test_admin_action_requeues_a_failed_duel(admin_client, make_revision, settings):
     settings.MAX_ATTEMPTS = 1
     duel = schedule_duel(make_revision(), make_revision())
-    claim_duel(duel.pk, "w")
-    fail_duel(duel.pk, "engine down", retry=True)
+    fail_once(duel)
     response = admin_client.post(
         reverse("admin:core_duel_changelist"), {"action": "requeue", "_selected_action": [duel.pk]}
     )

@@ -7,8 +7,10 @@ from django.utils import timezone
 
 from core.actions import (
     ActionError,
+    Claim,
     claim_build,
     claim_duel,
+    claim_smoke_test,
     extend_lease,
     fail_duel,
     finish_build,
@@ -19,6 +21,7 @@ from core.actions import (
     resend_stale_hints,
     schedule_duel,
 )
+from core.actions.jobs import db_in
 from core.models import Build, Duel, Match, Revision, SmokeTest
 
 
@@ -64,7 +67,20 @@ def build(make_revision):
 
 
 def expire(job):
-    type(job).objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    """End the job's lease one second ago (database time), as if its worker stopped sending heartbeats."""
+    type(job).objects.filter(pk=job.pk).update(lease_expires_at=db_in(-1))
+
+
+def claimed(claim_fn, job_id, worker="w1"):
+    """Claim a job the way a worker does; returns the fencing token its writes must carry."""
+    job = claim_fn(job_id, worker)
+    assert job is not None, f"job {job_id} could not be claimed"
+    return Claim.of(job)
+
+
+def running_smoke_test(revision):
+    """A smoke test of ``revision``, claimed by worker w1."""
+    return claimed(claim_smoke_test, SmokeTest.objects.create(revision=revision).pk)
 
 
 def test_a_queued_build_is_claimed_once(build):
@@ -82,24 +98,26 @@ def test_a_running_build_with_an_expired_lease_can_be_claimed_again(build):
 
 
 def test_a_stale_claimer_cannot_extend_a_lease_it_lost(build):
-    first = claim_build(build.pk, "w1")
+    first = claimed(claim_build, build.pk, "w1")
     expire(build)
-    claim_build(build.pk, "w2")
-    assert not extend_lease(Build, build.pk, "w1", first.attempts)
-    assert extend_lease(Build, build.pk, "w2", first.attempts + 1)
+    second = claimed(claim_build, build.pk, "w2")
+    assert second.generation == first.generation + 1
+    assert not extend_lease(Build, first)
+    assert extend_lease(Build, second)
+    assert Build.objects.values_list("worker", "state").get(pk=build.pk) == ("w2", "RUNNING")
 
 
 def test_successful_build_makes_the_revision_built_and_queues_its_smoke_test(build):
-    claim_build(build.pk, "w1")
-    assert finish_build(build.pk, ok=True, agent_ref="/agents/abc", log="ok", duration_s=0.5)
+    claim = claimed(claim_build, build.pk)
+    assert finish_build(claim, ok=True, agent_ref="/agents/abc", log="ok", duration_s=0.5)
     revision = Revision.objects.get(pk=build.revision_id)
     assert (revision.state, revision.agent_ref) == ("BUILT", "/agents/abc")
     assert SmokeTest.objects.get(revision=revision).state == "QUEUED"
 
 
 def test_failed_build_shows_the_error_to_the_owner(build):
-    claim_build(build.pk, "w1")
-    finish_build(build.pk, ok=False, error="requirements.txt: no such package 'nope'", log="pip output")
+    claim = claimed(claim_build, build.pk)
+    finish_build(claim, ok=False, error="requirements.txt: no such package 'nope'", log="pip output")
     revision = Revision.objects.get(pk=build.revision_id)
     assert revision.state == "BUILD_FAILED"
     assert "no such package" in revision.error_message
@@ -107,16 +125,17 @@ def test_failed_build_shows_the_error_to_the_owner(build):
 
 
 def test_a_second_build_outcome_is_ignored(build):
-    claim_build(build.pk, "w1")
-    finish_build(build.pk, ok=True, agent_ref="/a")
-    assert not finish_build(build.pk, ok=False, error="late duplicate")
+    claim = claimed(claim_build, build.pk)
+    assert finish_build(claim, ok=True, agent_ref="/a")
+    assert not finish_build(claim, ok=False, error="late duplicate")
     assert Build.objects.get(pk=build.pk).state == "SUCCEEDED"
 
 
 def test_passing_smoke_test_makes_the_revision_eligible_and_current(make_revision):
-    revision = make_revision(state="TESTING")
-    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING", attempts=1)
-    finish_smoke_test(smoke.pk, passed=True, reason="4 matches without errors")
+    revision = make_revision(state="BUILT")
+    claim = running_smoke_test(revision)
+    assert Revision.objects.get(pk=revision.pk).state == "TESTING"
+    assert finish_smoke_test(claim, passed=True, reason="4 matches without errors")
     revision.refresh_from_db()
     assert revision.state == "ELIGIBLE"
     assert revision.competitor.current_revision_id == revision.pk
@@ -124,18 +143,17 @@ def test_passing_smoke_test_makes_the_revision_eligible_and_current(make_revisio
 
 def test_failing_smoke_test_keeps_the_reason_and_log(make_revision):
     revision = make_revision(state="TESTING")
-    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING", attempts=1)
-    finish_smoke_test(smoke.pk, passed=False, reason="match 1: INVALID_ACTION: 42", log="Traceback ...")
+    claim = running_smoke_test(revision)
+    finish_smoke_test(claim, passed=False, reason="match 1: INVALID_ACTION: 42", log="Traceback ...")
     revision.refresh_from_db()
     assert revision.state == "TEST_FAILED"
     assert "INVALID_ACTION" in revision.error_message
-    assert SmokeTest.objects.get(pk=smoke.pk).log == "Traceback ..."
+    assert SmokeTest.objects.get(pk=claim.job_id).log == "Traceback ..."
 
 
 def test_public_revision_is_marked_for_publishing_once_eligible(make_revision):
     revision = make_revision(state="TESTING", is_public=True)
-    smoke = SmokeTest.objects.create(revision=revision, state="RUNNING", attempts=1)
-    finish_smoke_test(smoke.pk, passed=True, reason="ok")
+    finish_smoke_test(running_smoke_test(revision), passed=True, reason="ok")
     assert Revision.objects.get(pk=revision.pk).publish_state == "PENDING"
 
 
@@ -150,8 +168,8 @@ def test_duels_need_one_environment(make_revision):
 
 
 def test_recording_a_result_stores_the_summary_and_every_match(duel):
-    claim_duel(duel.pk, "w1")
-    assert record_duel_result(duel.pk, duel_json(n=3))
+    claim = claimed(claim_duel, duel.pk)
+    assert record_duel_result(claim, duel_json(n=3))
     duel.refresh_from_db()
     assert (duel.state, duel.result, duel.player_1_wins, duel.player_1_log) == (
         "FINISHED",
@@ -163,32 +181,32 @@ def test_recording_a_result_stores_the_summary_and_every_match(duel):
 
 
 def test_a_result_for_a_finished_duel_is_ignored(duel):
-    claim_duel(duel.pk, "w1")
-    record_duel_result(duel.pk, duel_json(n=2))
-    assert not record_duel_result(duel.pk, duel_json(n=5, result="PLAYER_2_WIN"))
+    claim = claimed(claim_duel, duel.pk)
+    assert record_duel_result(claim, duel_json(n=2))
+    assert not record_duel_result(claim, duel_json(n=5, result="PLAYER_2_WIN"))
     assert Match.objects.filter(duel=duel).count() == 2
     assert Duel.objects.get(pk=duel.pk).result == "PLAYER_1_WIN"
 
 
 def test_a_finished_duel_cannot_be_claimed(duel):
-    claim_duel(duel.pk, "w1")
-    record_duel_result(duel.pk, duel_json())
+    assert record_duel_result(claimed(claim_duel, duel.pk), duel_json())
     assert claim_duel(duel.pk, "w2") is None
 
 
 def test_infrastructure_failure_requeues_the_duel_without_a_result(duel):
-    claim_duel(duel.pk, "w1")
-    assert fail_duel(duel.pk, "docker engine restarting", retry=True)
+    claim = claimed(claim_duel, duel.pk)
+    assert fail_duel(duel.pk, "docker engine restarting", claim=claim)
     duel.refresh_from_db()
-    assert (duel.state, duel.result, duel.worker) == ("QUEUED", "", "")
+    assert (duel.state, duel.result, duel.worker, duel.attempts) == ("QUEUED", "", "", 1)
     assert "docker engine restarting" in duel.failure_reason
+    assert duel.not_before is not None  # it backs off before the next attempt
 
 
 def test_a_duel_fails_for_good_after_max_attempts(duel, settings):
     settings.MAX_ATTEMPTS = 2
+    settings.RETRY_BACKOFF_SECONDS = 0  # claimable again at once
     for _ in range(2):
-        claim_duel(duel.pk, "w")
-        fail_duel(duel.pk, "sandbox error", retry=True)
+        assert fail_duel(duel.pk, "sandbox error", claim=claimed(claim_duel, duel.pk))
     duel.refresh_from_db()
     assert (duel.state, duel.attempts, duel.rated) == ("FAILED", 2, False)
     assert claim_duel(duel.pk, "w") is None
@@ -196,8 +214,8 @@ def test_a_duel_fails_for_good_after_max_attempts(duel, settings):
 
 def test_an_operator_can_requeue_a_failed_duel(duel, settings):
     settings.MAX_ATTEMPTS = 1
-    claim_duel(duel.pk, "w")
-    fail_duel(duel.pk, "sandbox error", retry=True)
+    fail_duel(duel.pk, "sandbox error", claim=claimed(claim_duel, duel.pk))
+    assert Duel.objects.get(pk=duel.pk).state == "FAILED"
     assert requeue_duel(duel.pk)
     assert claim_duel(duel.pk, "w").attempts == 1
 
@@ -208,7 +226,9 @@ def test_expired_leases_are_requeued_and_live_ones_left_alone(duel, make_revisio
     claim_duel(live.pk, "live-worker")
     expire(duel)
     assert requeue_expired_leases()["duel"] == 1
-    assert Duel.objects.get(pk=duel.pk).state == "QUEUED"
+    requeued = Duel.objects.get(pk=duel.pk)
+    assert (requeued.state, requeued.attempts) == ("QUEUED", 1)
+    assert "no heartbeat for a lease" in requeued.failure_reason
     assert Duel.objects.get(pk=live.pk).state == "RUNNING"
 
 
@@ -222,11 +242,12 @@ def test_expired_build_lease_gives_up_after_max_attempts(build, settings):
     assert revision.state == "BUILD_FAILED" and "our side" in revision.error_message
 
 
-def test_lost_hints_are_resent_when_the_broker_queue_is_empty(duel, settings):
+def test_lost_hints_are_resent_and_their_hint_time_renewed(duel, settings):
     Duel.objects.filter(pk=duel.pk).update(enqueued_at=timezone.now() - timedelta(hours=1))
     assert resend_stale_hints()["duel"] == 1
     assert Duel.objects.get(pk=duel.pk).enqueued_at > timezone.now() - timedelta(minutes=1)
+    assert resend_stale_hints()["duel"] == 0  # renewed: not re-sent every round
 
 
 def test_fresh_hints_are_not_resent(duel):
-    assert resend_stale_hints(force=True)["duel"] == 0
+    assert resend_stale_hints()["duel"] == 0

@@ -1,11 +1,13 @@
 """The Celery task functions run in this process: pipeline, duels, duplicate and late deliveries, a
 database connection lost while saving a result."""
 
+import dataclasses
 import threading
 import time
 
 import pytest
 
+from core.jobs.runner import KINDS
 from core.models import Build, Duel, Match, SmokeTest
 from duel_runner import tasks as duel_tasks
 from duel_runner.tasks import run_duel
@@ -101,11 +103,11 @@ def test_result_is_saved_after_the_database_connection_is_lost(eligible, monkeyp
     import psycopg
 
     duel = schedule_duel(eligible("random", name="a"), eligible("random", name="b"), num_matches=2)
-    real_record = duel_tasks.record_duel_result
+    real_record = duel_tasks.DUEL.record
     calls = []
 
-    def record_after_outage(duel_id, result):
-        calls.append(duel_id)
+    def record_after_outage(claim, result):
+        calls.append(claim.job_id)
         if len(calls) == 1:
             connection.ensure_connection()
             pid = connection.connection.info.backend_pid
@@ -114,12 +116,14 @@ def test_result_is_saved_after_the_database_connection_is_lost(eligible, monkeyp
                 host=s["HOST"], port=s["PORT"] or 5432, user=s["USER"], dbname=s["NAME"]
             ) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s)", [pid])
-        return real_record(duel_id, result)
+        return real_record(claim, result)
 
-    monkeypatch.setattr(duel_tasks, "record_duel_result", record_after_outage)
+    # The duel kind with its recording wrapped (declaring a kind registers it: restore the real one after).
+    monkeypatch.setitem(KINDS, "duel", duel_tasks.DUEL)
+    monkeypatch.setattr(duel_tasks, "DUEL", dataclasses.replace(duel_tasks.DUEL, record=record_after_outage))
     monkeypatch.setattr("core.db.time.sleep", lambda s: None)
     assert run_duel(duel.pk) == "recorded"
-    assert len(calls) == 2
+    assert calls == [duel.pk, duel.pk]
     assert Duel.objects.get(pk=duel.pk).state == "FINISHED"
     assert Match.objects.filter(duel=duel).count() == 2
 
@@ -164,7 +168,7 @@ def slow_eligible_revision(make_user):
     import zipfile
 
     from builder.tasks import build_revision
-    from core.actions import claim_smoke_test, finish_smoke_test, submit_revision
+    from core.actions import Claim, claim_smoke_test, finish_smoke_test, submit_revision
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
@@ -172,7 +176,7 @@ def slow_eligible_revision(make_user):
     revision = submit_revision(make_user(), "tic-tac-toe", "slow", buf.getvalue())
     build_revision(Build.objects.get(revision=revision).pk)
     smoke = claim_smoke_test(SmokeTest.objects.get(revision=revision).pk, "test")
-    finish_smoke_test(smoke.pk, passed=True, reason="declared by the test")
+    assert finish_smoke_test(Claim.of(smoke), passed=True, reason="declared by the test")
     revision.refresh_from_db()
     return revision
 
