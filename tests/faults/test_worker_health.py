@@ -63,7 +63,9 @@ def test_a_worker_whose_engine_does_not_answer_takes_no_duel_and_resumes_by_itse
         WORKER_HEALTH_INTERVAL_SECONDS="0.5",
         MAX_ATTEMPTS="1",  # a single counted failure would end the duel FAILED
     )
-    wait_for(lambda: WorkerStatus.objects.filter(healthy=False).exists(), 60, "the worker to report unhealthy")
+    wait_for(
+        lambda: WorkerStatus.objects.filter(healthy=False).exists(), 60, "the worker to report unhealthy"
+    )
     status = WorkerStatus.objects.get()
     assert "docker" in status.problem.lower() or "engine" in status.problem.lower(), status.problem
     listed = queue_status()["workers"]
@@ -116,7 +118,9 @@ def test_a_fault_that_follows_a_duel_fails_it_after_backoff_and_it_is_retried_on
     )
     duel = schedule_duel(a, b, num_matches=2)
     backing_off = wait_for(
-        lambda: Duel.objects.filter(pk=duel.pk, state="QUEUED", attempts=1, not_before__isnull=False).exists(),
+        lambda: Duel.objects.filter(
+            pk=duel.pk, state="QUEUED", attempts=1, not_before__isnull=False
+        ).exists(),
         60,
         "the duel to back off after its first failure",
         interval=0.05,
