@@ -246,8 +246,8 @@ class ImageCache:
                 parsed = parse_digest_ref(ref)
                 if parsed is None:
                     raise ImageMissing(
-                        f"agent image {ref!r} is not in this Docker engine and names no registry digest to "
-                        "pull it by; rebuild the revision"
+                        f"agent image {ref!r} not found: it is not in this Docker engine and names no "
+                        "registry digest to pull it by; rebuild the revision"
                     )
                 # One pull per image per host: whoever holds the exclusive lock pulls, the others wait and
                 # then find the image present. The shared lock is let go first: two processes converting

@@ -2,9 +2,12 @@
 
 ``AGENT_REGISTRY`` is ``host[:port][/prefix]`` (``127.0.0.1:5000``, ``registry.example.org/arena``),
 optionally with ``http://`` or ``https://`` in front to say how *our* code speaks to it; without a scheme,
-loopback hosts use ``http`` and every other host ``https`` (what Docker engines do by default). Empty or
-unset: no registry, agent images stay in the engine that built them. ``AGENT_REGISTRY_USERNAME`` and
+loopback hosts use ``http`` and every other host ``https`` (what Docker engines do by default). Empty, unset
+or ``none``: no registry, agent images stay in the engine that built them. ``AGENT_REGISTRY_USERNAME`` and
 ``AGENT_REGISTRY_PASSWORD`` (or ``AGENT_REGISTRY_PASSWORD_FILE``) are the credentials, when it needs any.
+``AGENT_REGISTRY_API_URL`` (optional, same form, path ignored) is where this process reaches the registry's
+HTTP API when that is not where the Docker engine reaches it (docker-compose: the engine on the host,
+``127.0.0.1:5000``; the worker in a container, ``http://registry:5000``).
 
 Docker image references never carry the scheme: ``RegistryConfig.repository("rl-arena-agent")`` is
 ``127.0.0.1:5000/rl-arena-agent``.
@@ -26,6 +29,11 @@ _REGISTRY_RE = re.compile(
     r"^(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(?::(?P<port>[0-9]{1,5}))?"
     r"(?P<prefix>(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)$"
 )
+
+
+#: ``AGENT_REGISTRY=none``: no registry, said explicitly (``./prepare_dev.sh`` uses a local registry when
+#: the variable is empty).
+NO_REGISTRY = "none"
 
 
 class RegistryConfigError(ValueError):
@@ -52,9 +60,12 @@ class RegistryConfig:
     loopback: bool = False  # this machine's registry (127.0.0.1, localhost, ::1)
     username: str = ""
     password: str = ""
+    api_url: str = ""  # where *this process* reaches the HTTP API, when not at scheme://host (compose)
 
     @classmethod
-    def parse(cls, value: str, *, username: str = "", password: str = "") -> RegistryConfig:
+    def parse(
+        cls, value: str, *, username: str = "", password: str = "", api_url: str = ""
+    ) -> RegistryConfig:
         """Parse ``[http://|https://]host[:port][/prefix]``; raises ``RegistryConfigError``."""
         raw = value.strip()
         scheme = ""
@@ -69,11 +80,23 @@ class RegistryConfig:
                 "(e.g. 127.0.0.1:5000 or registry.example.org/arena; path in lowercase)"
             )
         host = match["host"] + (f":{match['port']}" if match["port"] else "")
+        if not ("." in host or ":" in host or host == "localhost"):
+            # Docker reads "name/..." as a Docker Hub namespace unless the first part looks like a host.
+            raise RegistryConfigError(
+                f"AGENT_REGISTRY={value!r}: the host must hold a dot or a port, or be localhost "
+                "(Docker would read a bare name as a Docker Hub namespace)"
+            )
         if bool(username) != bool(password):
             raise RegistryConfigError(
                 "set both AGENT_REGISTRY_USERNAME and AGENT_REGISTRY_PASSWORD, or neither"
             )
+        if api_url.strip():
+            try:
+                api_url = cls.parse(api_url).base_url
+            except RegistryConfigError as exc:
+                raise RegistryConfigError(f"AGENT_REGISTRY_API_URL: {exc}") from None
         return cls(
+            api_url=api_url,
             host=host,
             prefix=match["prefix"].strip("/"),
             scheme=scheme or ("http" if _is_loopback(match["host"]) else "https"),
@@ -86,18 +109,21 @@ class RegistryConfig:
     def from_env(cls) -> RegistryConfig | None:
         """The registry of the environment variables (module docstring); ``None`` when none is set."""
         value = os.environ.get("AGENT_REGISTRY", "").strip()
-        if not value:
+        if not value or value.lower() == NO_REGISTRY:
             return None
         return cls.parse(
             value,
             username=os.environ.get("AGENT_REGISTRY_USERNAME", "").strip(),
             password=_secret("AGENT_REGISTRY_PASSWORD"),
+            api_url=os.environ.get("AGENT_REGISTRY_API_URL", ""),
         )
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:5000``: where the Distribution API (``/v2/``) answers."""
-        return f"{self.scheme}://{self.host}"
+        """``http://127.0.0.1:5000``: where the Distribution API (``/v2/``) answers for this process
+        (``AGENT_REGISTRY_API_URL`` when set: in docker-compose the engine pulls from the host's
+        ``127.0.0.1:5000`` while a worker container reaches the same registry as ``http://registry:5000``)."""
+        return self.api_url or f"{self.scheme}://{self.host}"
 
     def repository(self, name: str) -> str:
         """The image repository ``name`` in this registry: ``host[:port][/prefix]/name``."""
@@ -119,8 +145,10 @@ class RegistryConfig:
         if self.username:
             token = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
             request.add_header("Authorization", f"Basic {token}")
-        # A loopback registry is this machine's: never through a proxy of the environment.
-        opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if self.loopback else []))
+        # A loopback registry (or one named by AGENT_REGISTRY_API_URL: a private address) is never reached
+        # through a proxy of the environment.
+        direct = self.loopback or bool(self.api_url)
+        opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if direct else []))
         try:
             with opener.open(request, timeout=timeout) as response:
                 return int(response.status)

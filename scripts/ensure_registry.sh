@@ -111,9 +111,9 @@ else
 # Written by scripts/ensure_registry.sh (rewritten at every start).
 version: 0.1
 log:
-  level: info
+  level: warn
   accesslog:
-    disabled: false
+    disabled: true
 storage:
   filesystem:
     rootdirectory: $REGISTRY_DIR/data
