@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README quickstart, .ci/run). On a fresh machine it installs and starts what the
-# tests need (Python deps, PostgreSQL, Redis, bubblewrap, the Docker engine and the agent base image),
-# then runs ruff and pytest against the real services.
+# tests need (Python deps, PostgreSQL, Redis, bubblewrap, the Docker engine, the agent base image and the
+# agent image registry), then runs ruff and pytest against the real services.
 #
 #   ./run_tests.sh            everything
 #   ./run_tests.sh tests/run_duel -k timeout    extra arguments go to pytest
@@ -38,6 +38,11 @@ fi
 if [ -x scripts/build_base_image.sh ]; then
   step "Agent base image (cached)"
   scripts/build_base_image.sh
+fi
+if [ -x scripts/ensure_registry.sh ]; then
+  # The registry tests start private registries from the same binary; the cluster suite uses this one.
+  step "Agent image registry (127.0.0.1:5000)"
+  scripts/ensure_registry.sh
 fi
 
 step "ruff"
