@@ -94,7 +94,7 @@ def run_job(kind: JobKind[J], job_id: int) -> str:
         except Exception as exc:
             return _failed(kind, claim, exc)
     if kind.record is None:
-        return "done"
+        return str(outcome.get("outcome") or "done")  # what the work says happened (live games)
     return _store(kind, claim, outcome)
 
 
