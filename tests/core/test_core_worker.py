@@ -71,7 +71,7 @@ def test_a_duel_interrupted_by_a_killed_worker_is_rerun_after_its_lease_expires(
     wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "FINISHED", 180, "the duel to be re-run")
     duel.refresh_from_db()
     assert duel.attempts == 2
-    assert "lease expired" in duel.failure_reason
+    assert "no heartbeat for a lease" in duel.failure_reason
     assert Match.objects.filter(duel=duel).count() == MATCHES
     assert duel.player_1_errors == duel.player_2_errors == duel.other_errors == 0  # players not charged
 

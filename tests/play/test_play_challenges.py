@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.actions import ActionError, record_duel_result
+from core.actions import ActionError, Claim, claim_duel, record_duel_result
 from core.actions.challenge import ChallengeLimitError, issue_challenge
 from core.models import Duel, Rating
 
@@ -72,7 +72,8 @@ def test_a_finished_challenge_moves_no_rating(make_competitor, make_user):
         "states": [],
     }
     summary = {"result": "PLAYER_1_WIN", "num_matches": 1, "player_1_wins": 1, "matches": [match]}
-    assert record_duel_result(duel.pk, {**summary, "player_1_score": 1.0, "player_2_score": 0.0})
+    claim = Claim.of(claim_duel(duel.pk, "test-worker"))
+    assert record_duel_result(claim, {**summary, "player_1_score": 1.0, "player_2_score": 0.0})
     rate_pending_duels(duel.environment_id)
     assert not Rating.objects.filter(matches__gt=0).exists()
     assert Duel.objects.get(pk=duel.pk).rated  # consumed, with no effect

@@ -9,6 +9,9 @@ from django.urls import reverse
 from records_testlib import built_revision, drain_broker, run_email_tasks, uploaded_revision
 
 from core.actions import (
+    Claim,
+    claim_build,
+    claim_smoke_test,
     fail_build,
     finish_build,
     finish_smoke_test,
@@ -23,19 +26,27 @@ from tournament_manager.actions import update_tournament_progress
 pytestmark = pytest.mark.django_db
 
 
-def _fail_build(rev: Revision) -> bool:
-    build = Build.objects.get(revision=rev)
-    return finish_build(build.pk, ok=False, error="pip could not install nosuchpackage")
+def _claim_build(rev: Revision) -> Claim:
+    """The builder's claim on the revision's queued build."""
+    build = claim_build(Build.objects.get(revision=rev).pk, "w1")
+    assert build is not None
+    return Claim.of(build)
+
+
+def _fail_build(rev: Revision, claim: Claim | None = None) -> bool:
+    """The build's outcome: the submission is at fault (claimed first unless ``claim`` is given)."""
+    return finish_build(claim or _claim_build(rev), ok=False, error="pip could not install nosuchpackage")
 
 
 def test_a_failed_build_notifies_its_owner_once_even_if_the_task_runs_twice(
     env, alice, django_capture_on_commit_callbacks
 ):
     rev = uploaded_revision(alice, env)
+    claim = _claim_build(rev)
     with django_capture_on_commit_callbacks(execute=True):
-        assert _fail_build(rev) is True
+        assert _fail_build(rev, claim) is True
     with django_capture_on_commit_callbacks(execute=True):
-        assert _fail_build(rev) is False  # the duplicate delivery changes nothing
+        assert _fail_build(rev, claim) is False  # the duplicate delivery changes nothing
 
     note = Notification.objects.get(user=alice)
     assert note.kind == Notification.Kind.REVISION_FAILED
@@ -79,9 +90,10 @@ def test_a_duplicate_email_message_sends_no_second_mail(env, alice, django_captu
 
 def test_a_failed_smoke_test_notifies_its_owner(env, alice, django_capture_on_commit_callbacks):
     _rev, smoke = built_revision(alice, env)
+    claim = Claim.of(claim_smoke_test(smoke.pk, "w1"))
     with django_capture_on_commit_callbacks(execute=True):
-        finish_smoke_test(smoke.pk, passed=False, reason="INVALID_ACTION: player returned 9")
-        finish_smoke_test(smoke.pk, passed=False, reason="INVALID_ACTION: player returned 9")
+        assert finish_smoke_test(claim, passed=False, reason="INVALID_ACTION: player returned 9")
+        assert not finish_smoke_test(claim, passed=False, reason="INVALID_ACTION: player returned 9")
 
     note = Notification.objects.get(user=alice)
     assert "failed its test" in note.subject
@@ -90,13 +102,14 @@ def test_a_failed_smoke_test_notifies_its_owner(env, alice, django_capture_on_co
 
 
 def test_an_infrastructure_failure_that_gives_up_notifies_the_owner(env, alice, settings):
+    settings.MAX_ATTEMPTS = 1
     rev = uploaded_revision(alice, env)
-    build = Build.objects.get(revision=rev)
-    Build.objects.filter(pk=build.pk).update(attempts=settings.MAX_ATTEMPTS)
-    fail_build(build.pk, "docker daemon unreachable", retry=False)
+    claim = _claim_build(rev)
+    assert fail_build(claim.job_id, "docker daemon unreachable", claim=claim)  # its last attempt
 
     rev.refresh_from_db()
-    assert rev.state == Revision.State.BUILD_FAILED
+    assert Build.objects.get(pk=claim.job_id).state == Build.State.FAILED
+    assert rev.state == Revision.State.BUILD_FAILED and "our side" in rev.error_message
     assert Notification.objects.filter(user=alice, object_key=f"revision:{rev.pk}").count() == 1
 
 

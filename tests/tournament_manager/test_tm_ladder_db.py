@@ -83,14 +83,12 @@ def test_a_tournament_pairs_every_revision_once_and_ranks_them(hidden_env, make_
     pairs = {frozenset((d.revision_1.competitor_id, d.revision_2.competitor_id)) for d in duels}
     assert len(pairs) == 6 and all(d.kind == Duel.Kind.TOURNAMENT for d in duels)
 
-    from tm_factories import duel_json
-
-    from core.actions import record_duel_result
+    from tm_factories import record
 
     strength = {b.pk: k for k, b in enumerate(bots)}  # bot3 beats everyone, bot0 loses to everyone
     for d in duels:
         p1, p2 = strength[d.revision_1.competitor_id], strength[d.revision_2.competitor_id]
-        record_duel_result(d.pk, duel_json([W1, W1] if p1 > p2 else [W2, W2]))
+        assert record(d.pk, [W1, W1] if p1 > p2 else [W2, W2])
     rate_pending_duels(hidden_env.pk)
     tournament.refresh_from_db()
     assert tournament.state == Tournament.State.FINISHED and tournament.duels_finished == 6
@@ -101,11 +99,9 @@ def test_a_tournament_pairs_every_revision_once_and_ranks_them(hidden_env, make_
 def test_a_drawn_edition_shares_ranks(hidden_env, make_competitor):
     make_competitor("a"), make_competitor("b")
     tournament = start_tournament(hidden_env.pk)
-    from tm_factories import duel_json
+    from tm_factories import record
 
-    from core.actions import record_duel_result
-
-    record_duel_result(Duel.objects.get(tournament=tournament).pk, duel_json([W1, W2]))
+    assert record(Duel.objects.get(tournament=tournament).pk, [W1, W2])
     update_tournament_progress(tournament.pk)
     assert sorted(tournament.participants.values_list("rank", "points")) == [(1, 1), (1, 1)]
 

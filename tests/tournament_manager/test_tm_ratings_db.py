@@ -6,9 +6,9 @@ import threading
 
 import pytest
 from django.db import connection
-from tm_factories import add_revision, duel_json, play
+from tm_factories import add_revision, play, record
 
-from core.actions import record_duel_result, schedule_duel
+from core.actions import schedule_duel
 from core.models import Duel, Rating, RatingHistory
 from tournament_manager.actions import rate_pending_duels, recompute_ratings
 from tournament_manager.ladder import DuelRecord, RatingState, apply_duel
@@ -173,7 +173,7 @@ def test_concurrent_results_lose_no_update(tm_settings, make_competitor, hidden_
         try:
             barrier.wait()
             for duel_id, results in chunk:
-                record_duel_result(duel_id, duel_json(results))
+                assert record(duel_id, results)
                 rate_pending_duels(hidden_env.pk)
         except BaseException as exc:  # reported below, in the main thread
             errors.append(exc)

@@ -50,13 +50,23 @@ def duel_json(results: list[str]) -> dict[str, Any]:
     }
 
 
+def record(duel_id: int, results: list[str]) -> bool:
+    """Play queued duel ``duel_id`` the way a worker does: claim it, then record ``results`` with that
+    claim (the rating is triggered, not run)."""
+    from core.actions import Claim, claim_duel, record_duel_result
+
+    duel = claim_duel(duel_id, "test-worker")
+    assert duel is not None, f"duel {duel_id} could not be claimed"
+    return record_duel_result(Claim.of(duel), duel_json(results))
+
+
 def play(competitor_1: Any, competitor_2: Any, results: list[str], **schedule: Any) -> Any:
     """Schedule a duel between the competitors' current revisions and record ``results`` (no rating yet)."""
-    from core.actions import record_duel_result, schedule_duel
+    from core.actions import schedule_duel
 
     competitor_1.refresh_from_db()
     competitor_2.refresh_from_db()
     duel = schedule_duel(competitor_1.current_revision_id, competitor_2.current_revision_id, **schedule)
-    assert record_duel_result(duel.pk, duel_json(results))
+    assert record(duel.pk, results)
     duel.refresh_from_db()
     return duel
