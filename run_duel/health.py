@@ -4,7 +4,8 @@ The job runner asks before it takes a duel, a smoke test or a live game: a worke
 agent registry does not answer must not take work (a duel it cannot start would burn an attempt), and
 takes work again once they answer. Every check is read-only: a ping, ``GET /v2/``, a file lookup.
 
-* ``docker``: the engine (``DOCKER_HOST``, else the local socket) answers ``GET /_ping``, and, when
+* ``docker``: the engine (``DOCKER_HOST``, else the local socket) answers ``GET /_ping`` (asked with the
+  standard library: importing the Docker SDK alone can take longer than the whole check), and, when
   ``AGENT_REGISTRY`` is set, the registry answers ``GET /v2/`` (200, or 401: it answers and wants
   credentials). Both are asked at once, each bounded by ``TIMEOUT_S``.
 * ``local``: the Python interpreter agents run with exists and is executable, and bubblewrap, when it is
@@ -14,11 +15,15 @@ takes work again once they answer. Every check is read-only: a ping, ``GET /v2/`
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
+import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 #: Bound of each check; the checks run in parallel, so this is also (about) the worst case of a call.
 TIMEOUT_S = 0.6
@@ -50,8 +55,9 @@ def _first_problem(checks: list[Callable[[], str | None]]) -> str | None:
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(checks))]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + TIMEOUT_S + 0.2  # one bound for all: the checks run side by side
     for thread in threads:
-        thread.join(TIMEOUT_S + 0.2)
+        thread.join(max(0.0, deadline - time.monotonic()))
     for index, check in enumerate(checks):
         if not done[index]:
             return f"{check.__name__.strip('_').replace('_', ' ')}: no answer within {TIMEOUT_S + 0.2:g} s"
@@ -65,29 +71,61 @@ def _one_line(text: str) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-_clients: dict[tuple[int, str], object] = {}
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over the engine's Unix socket (the standard library only: no SDK import on the first call)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 def _docker_problem() -> str | None:
-    """The engine answers ``GET /_ping`` within ``TIMEOUT_S`` (no API-version round trip first)."""
+    """The engine (``DOCKER_HOST``, else the local socket) answers ``GET /_ping`` within ``TIMEOUT_S``."""
+    host = os.environ.get("DOCKER_HOST", "").strip() or "unix:///var/run/docker.sock"
+    tls = os.environ.get("DOCKER_TLS_VERIFY", "").strip() not in ("", "0")
+    url = urlsplit(host)
+    if url.scheme == "unix":
+        connection: http.client.HTTPConnection = _UnixHTTPConnection(url.path, TIMEOUT_S)
+    elif url.scheme == "tcp" and not tls:
+        connection = http.client.HTTPConnection(url.hostname or "", url.port or 2375, timeout=TIMEOUT_S)
+    else:  # TLS, ssh://...: the SDK knows how
+        return _docker_problem_via_sdk(host)
+    try:
+        connection.request("GET", "/_ping")
+        status = connection.getresponse().status
+    except (OSError, http.client.HTTPException) as exc:
+        return f"the Docker engine ({host}) does not answer: {exc}"
+    finally:
+        connection.close()
+    if status != 200:
+        return f"the Docker engine ({host}) answers its ping with HTTP {status}"
+    return None
+
+
+def _docker_problem_via_sdk(host: str) -> str | None:
     import docker
     from docker.utils import kwargs_from_env
 
-    key = (os.getpid(), os.environ.get("DOCKER_HOST", ""))
-    api = _clients.get(key)
-    if api is None:
-        # A fixed version: no negotiation call at construction; /_ping is not versioned anyway.
-        api = docker.APIClient(version="1.41", timeout=TIMEOUT_S, **kwargs_from_env())
-        _clients.clear()
-        _clients[key] = api
-    assert isinstance(api, docker.APIClient)
-    where = os.environ.get("DOCKER_HOST") or "the local socket"
     try:
-        response = api.get(f"{api.base_url}/_ping", timeout=TIMEOUT_S)
-    except Exception as exc:
-        return f"the Docker engine ({where}) does not answer: {exc}"
+        api = docker.APIClient(version="1.41", timeout=TIMEOUT_S, **kwargs_from_env())
+        try:
+            response = api.get(f"{api.base_url}/_ping", timeout=TIMEOUT_S)
+        finally:
+            api.close()
+    except Exception as exc:  # requests, urllib3 and the SDK raise many kinds
+        return f"the Docker engine ({host}) does not answer: {exc}"
     if response.status_code != 200:
-        return f"the Docker engine ({where}) answers its ping with HTTP {response.status_code}"
+        return f"the Docker engine ({host}) answers its ping with HTTP {response.status_code}"
     return None
 
 
