@@ -11,7 +11,8 @@ import pytest
 from core.management.commands.load_example_players import EXAMPLES_DIR
 from core.models import Revision
 from tests.web.factories import PASSWORD
-from web.cli import main as cli
+from rl_arena_client import agents
+from rl_arena_client import cli
 
 
 @pytest.fixture
@@ -82,8 +83,8 @@ def test_zip_folder_skips_caches_and_requires_player_py(tmp_path):
     (tmp_path / "__pycache__" / "player.cpython-311.pyc").write_bytes(b"\0")
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "model.onnx").write_bytes(b"\1\2")
-    names = zipfile.ZipFile(io.BytesIO(cli.zip_folder(tmp_path))).namelist()
+    names = zipfile.ZipFile(io.BytesIO(agents.zip_folder(tmp_path))).namelist()
     assert sorted(names) == ["player.py", "weights/model.onnx"]
     (tmp_path / "player.py").unlink()
-    with pytest.raises(cli.CliError, match=r"no player\.py"):
-        cli.zip_folder(tmp_path)
+    with pytest.raises(agents.CliError, match=r"no player\.py"):
+        agents.zip_folder(tmp_path)

@@ -1,0 +1,117 @@
+"""Agent folders on your machine: find them, check that their Python compiles, zip them for upload.
+
+An agent is a folder holding ``player.py`` (a ``Player`` class), or a Kaggle-style ``main.py`` defining
+``agent(observation, configuration)``, plus whatever it loads. ``random`` and ``minimax`` name the
+example opponents bundled with this client when no such folder exists.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from rl_arena_client.api import CliError
+from run_duel.sandbox.base import AGENT_ENTRY_FILES
+
+#: Folders never zipped for upload.
+SKIPPED_NAMES = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+#: Example opponents shipped with the client (``rl-arena duel ... random``).
+BUNDLED = Path(__file__).resolve().parent / "opponents"
+
+
+def bundled_names() -> list[str]:
+    """Names of the bundled example opponents."""
+    return (
+        sorted(p.name for p in BUNDLED.iterdir() if (p / "player.py").is_file()) if BUNDLED.is_dir() else []
+    )
+
+
+def entry_file(folder: Path) -> Path | None:
+    """The file the arena imports: ``player.py``, else a Kaggle-style ``main.py``; ``None`` if neither."""
+    for name in AGENT_ENTRY_FILES:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def syntax_error(folder: Path) -> str | None:
+    """Compile (never run) the entry file and the other ``.py`` files beside it; Python's first error."""
+    entry = entry_file(folder)
+    if entry is None:
+        return None
+    files = [entry, *sorted(p for p in folder.glob("*.py") if p != entry)]
+    for path in files:
+        try:
+            source = path.read_bytes()
+            compile(source, path.name, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            text = f"{path.name}, line {exc.lineno}: {exc.msg}"
+            if exc.text:
+                line = exc.text.rstrip("\n")
+                stripped = line.lstrip()
+                text += "\n    " + stripped
+                if exc.offset:
+                    text += "\n    " + " " * max(0, exc.offset - 1 - (len(line) - len(stripped))) + "^"
+            return text
+        except (ValueError, OSError) as exc:
+            return f"{path.name}: {exc}"
+    return None
+
+
+def _extract(archive: Path) -> Path:
+    target = Path(tempfile.mkdtemp(prefix="rl-arena-agent-"))
+    atexit.register(shutil.rmtree, target, True)
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            for member in zf.namelist():
+                if not (target / member).resolve().is_relative_to(target.resolve()):
+                    raise CliError(f"{archive}: unsafe path {member!r} in the zip")
+            zf.extractall(target)
+    except zipfile.BadZipFile as exc:
+        raise CliError(f"{archive} is not a valid zip file: {exc}") from exc
+    found = sorted(
+        (p.parent for name in AGENT_ENTRY_FILES for p in target.rglob(name)), key=lambda p: len(p.parts)
+    )
+    if not found:
+        raise CliError(f"{archive}: the zip holds no player.py (nor a Kaggle-style main.py)")
+    return found[0]
+
+
+def resolve(ref: str) -> tuple[Path, str]:
+    """``(folder, display name)`` for an agent given as a folder, a zip, or a bundled opponent's name."""
+    path = Path(ref).expanduser()
+    if path.is_file() and zipfile.is_zipfile(path):
+        return _extract(path), path.stem
+    if path.is_dir():
+        if entry_file(path) is None:
+            raise CliError(f"{ref}: no player.py (nor a Kaggle-style main.py) in this folder")
+        return path.resolve(), path.resolve().name
+    if "/" not in ref and (BUNDLED / ref / "player.py").is_file():
+        return (BUNDLED / ref).resolve(), ref
+    known = ", ".join(bundled_names())
+    raise CliError(f"{ref}: no such folder or zip (bundled opponents: {known})")
+
+
+def zip_folder(folder: Path) -> bytes:
+    """Zip ``folder``'s contents (paths relative to it), skipping caches and version-control folders."""
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise CliError(f"{folder} is not a folder")
+    if entry_file(folder) is None:
+        raise CliError(
+            f"{folder} has no player.py (an agent folder holds player.py, or a Kaggle-style main.py, "
+            "at its top)"
+        )
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(folder)
+            if any(part in SKIPPED_NAMES for part in rel.parts) or path.suffix == ".pyc":
+                continue
+            if path.is_file():
+                zf.write(path, rel.as_posix())
+    return buf.getvalue()

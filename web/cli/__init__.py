@@ -1,1 +1,0 @@
-"""``rl-arena``: a command-line client for the RL Arena JSON API, written with the standard library only."""
