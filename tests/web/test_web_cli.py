@@ -7,12 +7,11 @@ import json
 import zipfile
 
 import pytest
+from rl_arena_client import agents, cli
 
 from core.management.commands.load_example_players import EXAMPLES_DIR
 from core.models import Revision
 from tests.web.factories import PASSWORD
-from rl_arena_client import agents
-from rl_arena_client import cli
 
 
 @pytest.fixture
