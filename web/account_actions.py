@@ -41,3 +41,16 @@ def issue_api_token(user: User) -> str:
     with transaction.atomic():
         token, _ = Token.objects.get_or_create(user=user)
     return token.key
+
+
+def rotate_api_token(user: User) -> str:
+    """Replace the user's API token with a new one (the old one stops working); returns the new key."""
+    with transaction.atomic():
+        Token.objects.filter(user=user).delete()
+        token = Token.objects.create(user=user)
+    return token.key
+
+
+def api_token(user: User) -> str | None:
+    """The user's current API token, or ``None``."""
+    return Token.objects.filter(user=user).values_list("key", flat=True).first()

@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import UploadedFile
 
 from core.models import Competitor, Environment
 from core.models.competitor import NAME_VALIDATOR
+from web.agent_check import first_syntax_error
 
 User = get_user_model()
 
@@ -101,7 +102,6 @@ class UploadForm(forms.Form):
     )
     file = forms.FileField(
         label="Agent zip",
-        help_text="A .zip with player.py at its top (and optionally requirements.txt and data files).",
         widget=forms.ClearableFileInput(attrs={"accept": ".zip,application/zip"}),
     )
     is_public = forms.BooleanField(
@@ -110,17 +110,43 @@ class UploadForm(forms.Form):
         help_text="Public sources can be downloaded by anyone and are pushed to the public repository.",
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        limit = settings.SUBMISSION_MAX_BYTES
+        self.fields["file"].help_text = (
+            f"A .zip of at most {limit // (1024 * 1024)} MB with player.py at its top (or in one folder), "
+            "optionally requirements.txt and the files it loads."
+        )
+        # upload.js refuses a larger file before sending it.
+        self.fields["file"].widget.attrs["data-max-bytes"] = str(limit)
+
     def clean_file(self) -> UploadedFile:
         """Reject obviously wrong files before anything is stored (the builder checks the contents)."""
         upload: UploadedFile = self.cleaned_data["file"]
-        cap = settings.SUBMISSION_MAX_BYTES
-        if upload.size > cap:
-            raise forms.ValidationError(f"The file is larger than the {cap // (1024 * 1024)} MB limit.")
-        head = upload.read(4)
-        upload.seek(0)
-        if head[:2] != b"PK":
-            raise forms.ValidationError("This is not a zip file (zip files start with 'PK').")
+        try:
+            check_upload(upload)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
         return upload
+
+
+def check_upload(upload: UploadedFile) -> None:
+    """Size, zip signature and Python syntax of an uploaded agent (the form and the API share it).
+
+    Raises ``ValueError`` with a sentence for the uploader; the zip's structure is the validator's job
+    (``core.actions.submit_revision``).
+    """
+    cap = settings.SUBMISSION_MAX_BYTES
+    if upload.size > cap:
+        size_mb, cap_mb = upload.size / (1024 * 1024), cap // (1024 * 1024)
+        raise ValueError(f"The file is {size_mb:.0f} MB, larger than the {cap_mb} MB limit.")
+    head = upload.read(4)
+    upload.seek(0)
+    if head[:2] != b"PK":
+        raise ValueError("This is not a zip file (zip files start with 'PK').")
+    error = first_syntax_error(upload)
+    if error:
+        raise ValueError(f"Python cannot compile your agent: {error}")
 
 
 def my_competitor_names(user: User, environment: Environment | None = None) -> list[str]:

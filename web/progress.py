@@ -55,6 +55,37 @@ class Progress:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a build or smoke test concluded, for a badge: ``code`` picks the colour, ``label`` is shown."""
+
+    code: str
+    label: str
+
+
+def smoke_verdict(smoke: SmokeTest | None) -> Verdict | None:
+    """The smoke test's outcome, not its job state: a job that ran to the end (``SUCCEEDED``) may well
+    have found that the agent broke a rule (``passed`` false)."""
+    if smoke is None:
+        return None
+    if smoke.state == SmokeTest.State.SUCCEEDED:
+        return Verdict("PASSED", "passed") if smoke.passed else Verdict("FAILED", "failed")
+    if smoke.state == SmokeTest.State.FAILED:
+        return Verdict("ERROR", "could not run")  # our infrastructure, never the agent
+    return Verdict(smoke.state, smoke.get_state_display())
+
+
+def build_verdict(build: Build | None) -> Verdict | None:
+    """The build's outcome: built, failed, or still queued / running."""
+    if build is None:
+        return None
+    if build.state == Build.State.SUCCEEDED:
+        return Verdict("BUILT_OK", "built")
+    if build.state == Build.State.FAILED:
+        return Verdict("FAILED", "failed")
+    return Verdict(build.state, build.get_state_display())
+
+
 def first_error_line(log: str) -> int | None:
     """1-based number of the first log line that looks like an error (the last such line of a traceback
     block is usually the message, so a traceback points at its final line)."""

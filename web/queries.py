@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,13 +23,13 @@ from core.models import (
     Tournament,
     TournamentParticipant,
 )
+from core.models.rating import DEFAULT_MU, DEFAULT_SIGMA
 from tournament_manager.leaderboard import LeaderboardRow
 from tournament_manager.leaderboard import leaderboard as tm_leaderboard
 from web.charts import RatingPoint
 
 #: How many rating-history points the competitor chart shows (the most recent ones).
 CHART_POINTS = 400
-RECENT_DUELS = 20
 
 
 def can_see_private(user: Any, owner_id: int) -> bool:
@@ -149,19 +150,6 @@ def _involving(revision_ids: list[int]) -> Q:
     return Q(revision_1_id__in=revision_ids) | Q(revision_2_id__in=revision_ids)
 
 
-def competitor_duels(
-    competitor: Competitor, revision_ids: list[int], limit: int = RECENT_DUELS
-) -> list[Duel]:
-    """A competitor's latest duels (any state), newest first; ``revision_ids`` are all its revisions."""
-    if not revision_ids:
-        return []
-    return list(
-        duels_with_players()
-        .filter(_involving(revision_ids))
-        .order_by(F("finished_at").desc(nulls_first=True), "-created_at")[:limit]
-    )
-
-
 @dataclass
 class HeadToHead:
     """A competitor's record against one opponent over all finished duels (match counts)."""
@@ -238,3 +226,221 @@ def latest(items: Any) -> Any:
 def timestamp(value: datetime | None) -> str:
     """ISO timestamp or empty string."""
     return value.isoformat() if value else ""
+
+
+# --- duel history, rating changes, ratings per revision ---------------------------------------------
+
+#: Outcome filters of a competitor's duel history (the competitor's point of view).
+OUTCOMES = ("won", "lost", "draw")
+#: Error filters: duels where the competitor erred, where its opponent did, or either.
+ERROR_FILTERS = ("own", "opponent", "any")
+
+
+def duel_history(
+    competitor: Competitor,
+    revision_ids: list[int],
+    *,
+    opponent_id: int | None = None,
+    outcome: str = "",
+    errors: str = "",
+) -> QuerySet[Duel]:
+    """A competitor's duels, newest first (unfinished ones on top), filtered by opponent (a competitor id),
+    outcome (``won``, ``lost``, ``draw``) and errors (``own``, ``opponent``, ``any``). Lazy: page it."""
+    if not revision_ids:
+        return Duel.objects.none()
+    as_1 = Q(revision_1_id__in=revision_ids)
+    as_2 = Q(revision_2_id__in=revision_ids)
+    qs = duels_with_players().filter(as_1 | as_2)
+    if opponent_id is not None:
+        against_1 = as_1 & Q(revision_2__competitor_id=opponent_id)
+        qs = qs.filter(against_1 | (as_2 & Q(revision_1__competitor_id=opponent_id)))
+    p1_won, p2_won = Q(result=Duel.Result.PLAYER_1_WIN), Q(result=Duel.Result.PLAYER_2_WIN)
+    if outcome == "won":
+        qs = qs.filter((as_1 & p1_won) | (as_2 & p2_won))
+    elif outcome == "lost":
+        qs = qs.filter((as_1 & p2_won) | (as_2 & p1_won))
+    elif outcome == "draw":
+        qs = qs.filter(result=Duel.Result.DRAW)
+    own_errors = (as_1 & Q(player_1_errors__gt=0)) | (as_2 & Q(player_2_errors__gt=0))
+    their_errors = (as_1 & Q(player_2_errors__gt=0)) | (as_2 & Q(player_1_errors__gt=0))
+    if errors == "own":
+        qs = qs.filter(own_errors)
+    elif errors == "opponent":
+        qs = qs.filter(their_errors)
+    elif errors == "any":
+        qs = qs.filter(own_errors | their_errors)
+    return qs.order_by(F("finished_at").desc(nulls_first=True), "-created_at", "-pk")
+
+
+def opponents(competitor: Competitor, revision_ids: list[int]) -> list[Competitor]:
+    """Every competitor this one has a duel with (for the history's opponent filter), by name; 2 queries."""
+    if not revision_ids:
+        return []
+    as_1 = Duel.objects.filter(revision_1_id__in=revision_ids).values_list("revision_2__competitor_id")
+    as_2 = Duel.objects.filter(revision_2_id__in=revision_ids).values_list("revision_1__competitor_id")
+    ids = {row[0] for row in as_1} | {row[0] for row in as_2}
+    ids.discard(competitor.pk)
+    return list(Competitor.objects.filter(pk__in=ids).select_related("owner").order_by("name", "pk"))
+
+
+@dataclass(frozen=True)
+class RatingChange:
+    """A competitor's rating just before and just after one duel was applied."""
+
+    mu_before: float
+    sigma_before: float
+    mu_after: float
+    sigma_after: float
+    rank_before: int | None = None
+    rank_after: int | None = None
+    at: datetime | None = None
+
+    @property
+    def skill_before(self) -> float:
+        """mu - 3 sigma before."""
+        return self.mu_before - 3 * self.sigma_before
+
+    @property
+    def skill_after(self) -> float:
+        """mu - 3 sigma after."""
+        return self.mu_after - 3 * self.sigma_after
+
+    @property
+    def skill_delta(self) -> float:
+        """The change of mu - 3 sigma."""
+        return self.skill_after - self.skill_before
+
+
+def _previous(field_name: str) -> Subquery:
+    """The same rating's history entry just before the outer one (by time, then id)."""
+    earlier = RatingHistory.objects.filter(rating=OuterRef("rating")).filter(
+        Q(created_at__lt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), pk__lt=OuterRef("pk"))
+    )
+    return Subquery(earlier.order_by("-created_at", "-pk").values(field_name)[:1])
+
+
+def rating_changes(rating: Rating | None, duel_ids: list[int]) -> dict[int, RatingChange]:
+    """How each of these duels moved ``rating`` (one query). Duels it did not rate are left out; before
+    its first duel a competitor had the initial rating."""
+    if rating is None or not duel_ids:
+        return {}
+    rows = (
+        RatingHistory.objects.filter(rating=rating, duel_id__in=duel_ids)
+        .annotate(prev_mu=_previous("mu"), prev_sigma=_previous("sigma"))
+        .values_list("duel_id", "mu", "sigma", "prev_mu", "prev_sigma", "created_at")
+    )
+    changes = {}
+    for duel_id, mu, sigma, prev_mu, prev_sigma, at in rows:
+        changes[duel_id] = RatingChange(
+            mu_before=DEFAULT_MU if prev_mu is None else prev_mu,
+            sigma_before=DEFAULT_SIGMA if prev_sigma is None else prev_sigma,
+            mu_after=mu,
+            sigma_after=sigma,
+            at=at,
+        )
+    return changes
+
+
+def _rank_at(environment_id: int, rating_id: int, skill: float, moment: datetime, inclusive: bool) -> int:
+    """1 + the number of other competitors of the game whose latest rating at ``moment`` (``<=`` when
+    ``inclusive``, else ``<``) had a higher mu - 3 sigma than ``skill``. One query."""
+    when = Q(created_at__lte=moment) if inclusive else Q(created_at__lt=moment)
+    latest = (
+        RatingHistory.objects.filter(when, rating=OuterRef("pk"))
+        .order_by("-created_at", "-pk")
+        .annotate(cons=F("mu") - 3 * F("sigma"))
+        .values("cons")[:1]
+    )
+    better = (
+        Rating.objects.filter(environment_id=environment_id)
+        .exclude(pk=rating_id)
+        .annotate(cons_at=Subquery(latest))
+        .filter(cons_at__gt=skill)
+        .count()
+    )
+    return better + 1
+
+
+def duel_rating_changes(duel: Duel) -> list[RatingChange | None]:
+    """For each side of a rated duel, its rating before and after, with its rank by mu - 3 sigma among the
+    game's competitors at both moments; ``None`` for a side the duel did not rate. At most 5 queries."""
+    competitor_ids = [duel.revision_1.competitor_id, duel.revision_2.competitor_id]
+    ratings = {
+        r.competitor_id: r
+        for r in Rating.objects.filter(environment_id=duel.environment_id, competitor_id__in=competitor_ids)
+    }
+    out: list[RatingChange | None] = []
+    for cid in competitor_ids:
+        rating = ratings.get(cid)
+        change = rating_changes(rating, [duel.pk]).get(duel.pk) if rating else None
+        if change is None or change.at is None or rating is None:
+            out.append(None)
+            continue
+        had_history = RatingHistory.objects.filter(rating=rating, created_at__lt=change.at).exists()
+        before = (
+            _rank_at(duel.environment_id, rating.pk, change.skill_before, change.at, inclusive=False)
+            if had_history
+            else None
+        )
+        after = _rank_at(duel.environment_id, rating.pk, change.skill_after, change.at, inclusive=True)
+        out.append(dataclasses.replace(change, rank_before=before, rank_after=after))
+    return out
+
+
+@dataclass
+class RevisionRecord:
+    """What one revision did on the ladder: duels, match results, and the rating after its last duel."""
+
+    duels: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    errors: int = 0
+    mu: float | None = None
+    sigma: float | None = None
+
+    @property
+    def skill(self) -> float | None:
+        """mu - 3 sigma after the revision's last rated duel."""
+        return None if self.mu is None or self.sigma is None else self.mu - 3 * self.sigma
+
+
+def revision_records(rating: Rating | None, revision_ids: list[int]) -> dict[int, RevisionRecord]:
+    """Per revision: finished duels and their match results, and the rating its last rated duel left
+    (3 queries whatever the number of revisions)."""
+    records: dict[int, RevisionRecord] = defaultdict(RevisionRecord)
+    if not revision_ids:
+        return records
+    finished = Duel.objects.filter(state=Duel.State.FINISHED)
+    sides = (
+        ("revision_1", "player_1_wins", "player_2_wins", "player_1_errors"),
+        ("revision_2", "player_2_wins", "player_1_wins", "player_2_errors"),
+    )
+    for rev_field, won, lost, erred in sides:
+        rows = (
+            finished.filter(**{f"{rev_field}_id__in": revision_ids})
+            .exclude(revision_1__competitor=F("revision_2__competitor"))  # self-play challenges
+            .values(rev=F(f"{rev_field}_id"))
+            .annotate(n=Count("pk"), w=Sum(won), d=Sum("draws"), lo=Sum(lost), e=Sum(erred))
+        )
+        for row in rows:
+            rec = records[row["rev"]]
+            rec.duels += row["n"]
+            rec.wins += row["w"] or 0
+            rec.draws += row["d"] or 0
+            rec.losses += row["lo"] or 0
+            rec.errors += row["e"] or 0
+    if rating is not None:
+        played = RatingHistory.objects.filter(rating=rating).filter(
+            Q(duel__revision_1_id=OuterRef("pk")) | Q(duel__revision_2_id=OuterRef("pk"))
+        )
+        last = played.order_by("-created_at", "-pk")
+        rows = (
+            Revision.objects.filter(pk__in=revision_ids)
+            .annotate(mu=Subquery(last.values("mu")[:1]), sigma=Subquery(last.values("sigma")[:1]))
+            .values_list("pk", "mu", "sigma")
+        )
+        for pk, mu, sigma in rows:
+            if mu is not None:
+                records[pk].mu, records[pk].sigma = mu, sigma
+    return records

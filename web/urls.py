@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 from django.views.generic import TemplateView
 
-from web.views import accounts, health, notifications, pages, play, records, upload
+from web.views import accounts, health, kits, notifications, pages, play, records, upload
 
 app_name = "web"
 
@@ -15,6 +15,7 @@ account_patterns = [
     path("login/", accounts.RateLimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", accounts.profile, name="profile"),
+    path("profile/token/", accounts.rotate_token, name="token-rotate"),
     path(
         "password/change/",
         auth_views.PasswordChangeView.as_view(
@@ -58,6 +59,9 @@ urlpatterns = [
     path("games/<slug:slug>/", pages.game, name="game"),
     path("games/<slug:slug>/leaderboard/", pages.leaderboard_partial, name="leaderboard"),
     path("games/<slug:slug>/records.jsonl", records.records_download, name="records"),
+    path("games/<slug:slug>/starter.zip", kits.starter_kit, name="starter-kit"),
+    path("guide/", kits.guide, name="guide"),
+    path("downloads/rl-arena-client.zip", kits.client_download, name="client-download"),
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/read/", notifications.notifications_read, name="notifications-read"),
     path("competitors/<int:pk>/", pages.competitor, name="competitor"),
@@ -65,6 +69,7 @@ urlpatterns = [
     path("revisions/<int:pk>/status/", pages.revision_status, name="revision-status"),
     path("revisions/<int:pk>/source.zip", pages.revision_download, name="revision-download"),
     path("duels/<int:pk>/", pages.duel, name="duel"),
+    path("duels/<int:pk>/matches/", pages.duel_matches, name="duel-matches"),
     path("matches/<int:pk>/", pages.match, name="match"),
     path("competitors/<int:pk>/play/", play.play_start, name="play-start"),
     path("competitors/<int:pk>/challenge/", play.challenge, name="challenge"),

@@ -15,7 +15,7 @@ MAX_QUERIES = {
     "home": 4,
     "game": 10,
     "leaderboard": 6,
-    "competitor": 12,
+    "competitor": 20,
     "revision": 8,
     "duel": 6,
     "match": 5,
@@ -90,7 +90,7 @@ def test_competitor_page_shows_revisions_chart_duels_and_head_to_head(
     assert [h.opponent.name for h in response.context["head_to_head"]] == sorted(
         ["random", "greedy", "mcts", "alphabeta"]
     )
-    assert len(response.context["duels"]) == 4
+    assert len(response.context["history"]) == 4
     assert "v2" in html and "test failed" in html
 
 

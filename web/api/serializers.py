@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.models import Competitor, Duel, Environment, Match, Revision
 from tournament_manager.leaderboard import LeaderboardRow
+from web.forms import check_upload
 from web.queries import can_see_private
 
 
@@ -128,6 +131,14 @@ class RevisionUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="The agent zip.")
     is_public = serializers.BooleanField(default=False, help_text="Publish the source.")
 
+    def validate_file(self, upload: Any) -> Any:
+        """Size, zip signature and Python syntax, as on the upload page."""
+        try:
+            check_upload(upload)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return upload
+
 
 class RevisionLogsSerializer(serializers.Serializer):
     """Build and smoke-test output of a revision (owner and staff only)."""
@@ -137,7 +148,15 @@ class RevisionLogsSerializer(serializers.Serializer):
     build_state = serializers.CharField(allow_null=True)
     build_error = serializers.CharField(allow_blank=True)
     build_log = serializers.CharField(allow_blank=True)
-    smoke_test_state = serializers.CharField(allow_null=True)
+    smoke_test_state = serializers.CharField(
+        allow_null=True,
+        help_text="The smoke test's verdict: PASSED, FAILED (the agent broke a rule), ERROR (it could not "
+        "run, on our side), QUEUED or RUNNING.",
+    )
+    smoke_test_job_state = serializers.CharField(
+        allow_null=True, help_text="The job's own state (SUCCEEDED means it ran to the end, passed or not)."
+    )
+    smoke_test_passed = serializers.BooleanField(allow_null=True)
     smoke_test_reason = serializers.CharField(allow_blank=True)
     smoke_test_log = serializers.CharField(allow_blank=True)
 
@@ -161,6 +180,8 @@ class CompetitorSerializer(serializers.ModelSerializer):
     latest_revision = serializers.SerializerMethodField()
     rating = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
+    is_playing = serializers.SerializerMethodField()
+    pause_reason = serializers.SerializerMethodField()
 
     class Meta:
         model = Competitor
@@ -171,12 +192,28 @@ class CompetitorSerializer(serializers.ModelSerializer):
             "owner",
             "is_public",
             "status",
+            "is_playing",
+            "pause_reason",
             "current_version",
             "latest_revision",
             "rating",
             "created_at",
             "url",
         ]
+
+    def get_is_playing(self, obj: Competitor) -> bool:
+        """Whether it plays duels now: ACTIVE (not paused) with an ELIGIBLE revision."""
+        return obj.status == Competitor.Status.ACTIVE and obj.current_revision_id is not None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_pause_reason(self, obj: Competitor) -> str | None:
+        """Why it is paused (owner and staff only; ``null`` when it is not paused)."""
+        if obj.status == Competitor.Status.ACTIVE:
+            return None
+        request = self.context.get("request")
+        if not can_see_private(getattr(request, "user", None), obj.owner_id):
+            return None
+        return obj.pause_reason or "Paused by an operator."
 
     @extend_schema_field(RevisionBriefSerializer(allow_null=True))
     def get_latest_revision(self, obj: Competitor) -> dict | None:
@@ -296,8 +333,16 @@ class ReplaySerializer(serializers.Serializer):
     error_msg = serializers.CharField(allow_blank=True)
     player_1_score = serializers.FloatField()
     player_2_score = serializers.FloatField()
-    states = serializers.ListField(child=serializers.JSONField())
+    result_text = serializers.CharField(help_text='The result in words, e.g. "minimax won".')
+    states = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="states[0] is the position before the first move; states[i] follows actions[i - 1].",
+    )
     actions = serializers.ListField(child=serializers.JSONField())
+    moves = serializers.ListField(
+        child=serializers.DictField(),
+        help_text='Per action: {"player": name, "seat": 0|1, "action": id, "text": the game\'s description}.',
+    )
     move_times = serializers.ListField(child=serializers.FloatField(allow_null=True))
 
 
@@ -312,3 +357,30 @@ class TokenSerializer(serializers.Serializer):
     """An API token: send it as ``Authorization: Token <token>``."""
 
     token = serializers.CharField()
+
+
+class DuelReplaysSerializer(DuelSerializer):
+    """A duel with every match's replay; player logs are ``null`` unless the caller owns that side."""
+
+    error_msg = serializers.CharField()
+    matches = ReplaySerializer(many=True)
+    player_1_log = serializers.CharField(allow_null=True)
+    player_2_log = serializers.CharField(allow_null=True)
+
+    class Meta(DuelSerializer.Meta):
+        fields = [*DuelSerializer.Meta.fields, "error_msg", "matches", "player_1_log", "player_2_log"]
+
+
+class ApiRootSerializer(serializers.Serializer):
+    """The API's entry point: where everything is ({id} and {slug} are placeholders)."""
+
+    docs = serializers.URLField()
+    schema = serializers.URLField()
+    token = serializers.URLField()
+    environments = serializers.URLField()
+    competitors = serializers.URLField()
+    revisions = serializers.URLField()
+    duels = serializers.URLField()
+    challenges = serializers.URLField()
+    submission_max_bytes = serializers.IntegerField(help_text="The largest agent zip accepted.")
+    client = serializers.URLField(help_text="pip install this URL to get the rl-arena client.")

@@ -10,6 +10,7 @@ from web.api import challenges, records, views
 app_name = "api"
 
 urlpatterns = [
+    path("", views.ApiRoot.as_view(), name="root"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("auth/token/", views.ObtainToken.as_view(), name="token"),
     path("environments/", views.EnvironmentList.as_view(), name="environment-list"),
@@ -24,5 +25,6 @@ urlpatterns = [
     path("duels/", views.DuelList.as_view(), name="duel-list"),
     path("challenges/", challenges.Challenges.as_view(), name="challenge-list"),
     path("duels/<int:pk>/", views.DuelDetail.as_view(), name="duel-detail"),
+    path("duels/<int:pk>/replays/", views.DuelReplays.as_view(), name="duel-replays"),
     path("matches/<int:pk>/replay/", views.MatchReplay.as_view(), name="match-replay"),
 ]

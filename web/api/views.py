@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.cache import cache
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import PermissionDenied, Throttled
@@ -20,9 +24,55 @@ from core import actions
 from core.models import Competitor, Duel, Environment, Match, Revision
 from web import account_actions, queries, ratelimit
 from web.api import serializers as s
+from web.logtext import scrub_paths
+from web.progress import smoke_verdict
 from web.views.pages import match_queryset, replay_data
 
 LEADERBOARD_CACHE_SECONDS = 600
+
+
+class ApiRoot(APIView):
+    """The API's entry point: every endpoint with its URL, the upload limit and where the client is.
+
+    Open any of these URLs in a browser to use the API interactively (Django REST framework's browsable
+    API: forms for POST, your session for authentication); programs send ``Authorization: Token ...``.
+    """
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=s.ApiRootSerializer)
+    def get(self, request: Request) -> Response:
+        """The endpoints, as absolute URLs."""
+
+        def url(name: str, *args: Any) -> str:
+            return request.build_absolute_uri(reverse(f"web:api:{name}", args=args))
+
+        def template(name: str, placeholder: str, *args: Any) -> str:
+            return url(name, *args).replace(str(args[0]), placeholder)
+
+        return Response(
+            {
+                "docs": request.build_absolute_uri(reverse("web:api-docs")),
+                "schema": url("schema"),
+                "token": url("token"),
+                "environments": url("environment-list"),
+                "environment": template("environment-detail", "{slug}", "connect-four"),
+                "leaderboard": template("leaderboard", "{slug}", "connect-four"),
+                "records": template("records", "{slug}", "connect-four"),
+                "competitors": url("competitor-list"),
+                "competitor": template("competitor-detail", "{id}", 1),
+                "revisions": url("revision-list"),
+                "revision": template("revision-detail", "{id}", 1),
+                "revision_logs": template("revision-logs", "{id}", 1),
+                "duels": url("duel-list"),
+                "duel": template("duel-detail", "{id}", 1),
+                "duel_replays": template("duel-replays", "{id}", 1),
+                "match_replay": template("match-replay", "{id}", 1),
+                "challenges": url("challenge-list"),
+                "submission_max_bytes": settings.SUBMISSION_MAX_BYTES,
+                "client": request.build_absolute_uri(reverse("web:client-download")),
+            }
+        )
 
 
 class EnvironmentList(generics.ListAPIView):
@@ -108,9 +158,20 @@ class RevisionListCreate(generics.ListAPIView):
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser, JSONParser]
 
+    @extend_schema(
+        parameters=[OpenApiParameter("competitor", int, description="Only this competitor's revisions.")]
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """The caller's revisions, newest first."""
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self) -> QuerySet[Revision]:
-        """Only the caller's own revisions, newest first."""
-        return _revisions().filter(competitor__owner=self.request.user).order_by("-created_at")
+        """Only the caller's own revisions, newest first (optionally of one competitor)."""
+        qs = _revisions().filter(competitor__owner=self.request.user).order_by("-created_at")
+        comp = self.request.query_params.get("competitor", "")
+        if comp.isdigit():
+            qs = qs.filter(competitor_id=int(comp))
+        return qs
 
     @extend_schema(request=s.RevisionUploadSerializer, responses={201: s.RevisionSerializer})
     def post(self, request: Request) -> Response:
@@ -153,15 +214,18 @@ class RevisionLogs(APIView):
             raise Http404("No such revision.")
         build = rev.builds.order_by("-created_at").first()
         smoke = rev.smoke_tests.order_by("-created_at").defer("duel_json").first()
+        verdict = smoke_verdict(smoke)
         data = {
             "revision": rev.pk,
             "state": rev.state,
             "build_state": build.state if build else None,
             "build_error": build.error if build else "",
-            "build_log": build.log if build else "",
-            "smoke_test_state": smoke.state if smoke else None,
+            "build_log": scrub_paths(build.log) if build else "",
+            "smoke_test_state": verdict.code if verdict else None,
+            "smoke_test_job_state": smoke.state if smoke else None,
+            "smoke_test_passed": smoke.passed if smoke else None,
             "smoke_test_reason": smoke.reason if smoke else "",
-            "smoke_test_log": smoke.log if smoke else "",
+            "smoke_test_log": scrub_paths(smoke.log) if smoke else "",
         }
         return Response(s.RevisionLogsSerializer(data).data)
 
@@ -174,23 +238,43 @@ def _duels() -> QuerySet[Duel]:
     parameters=[
         OpenApiParameter("environment", str, description="Only this game (slug)."),
         OpenApiParameter("competitor", int, description="Only duels of this competitor."),
+        OpenApiParameter("opponent", int, description="With competitor: only duels against this competitor."),
+        OpenApiParameter(
+            "result", str, enum=list(queries.OUTCOMES), description="With competitor: its outcome."
+        ),
+        OpenApiParameter(
+            "errors",
+            str,
+            enum=list(queries.ERROR_FILTERS),
+            description="With competitor: duels where it erred (own), its opponent did, or either (any).",
+        ),
     ]
 )
 class DuelList(generics.ListAPIView):
-    """Duels, newest first."""
+    """Duels, newest first; with ``competitor``, its history (filters as on its page)."""
 
     serializer_class = s.DuelSerializer
 
     def get_queryset(self) -> QuerySet[Duel]:
-        """Filtered by ``environment`` and ``competitor``."""
-        qs = queries.duels_with_players().order_by("-created_at")
-        env = self.request.query_params.get("environment")
+        """Filtered by ``environment``, ``competitor`` (and then ``opponent``, ``result``, ``errors``)."""
+        params = self.request.query_params
+        comp = params.get("competitor", "")
+        if comp.isdigit():
+            competitor = get_object_or_404(Competitor, pk=int(comp))
+            revision_ids = list(competitor.revisions.values_list("pk", flat=True))
+            opponent = params.get("opponent", "")
+            qs = queries.duel_history(
+                competitor,
+                revision_ids,
+                opponent_id=int(opponent) if opponent.isdigit() else None,
+                outcome=params.get("result", "") if params.get("result") in queries.OUTCOMES else "",
+                errors=params.get("errors", "") if params.get("errors") in queries.ERROR_FILTERS else "",
+            )
+        else:
+            qs = queries.duels_with_players().order_by("-created_at")
+        env = params.get("environment")
         if env:
             qs = qs.filter(environment__slug=env)
-        comp = self.request.query_params.get("competitor")
-        if comp and comp.isdigit():
-            revisions = Revision.objects.filter(competitor_id=comp).values("pk")
-            qs = qs.filter(Q(revision_1_id__in=revisions) | Q(revision_2_id__in=revisions))
         return qs
 
 
@@ -203,6 +287,31 @@ class DuelDetail(generics.RetrieveAPIView):
         """Matches pre-fetched without their large JSON columns."""
         matches = Match.objects.order_by("index").defer("states", "actions", "move_times")
         return _duels().prefetch_related(Prefetch("matches", queryset=matches))
+
+
+class DuelReplays(APIView):
+    """A duel with every match's replay (states, actions, moves, move times), in one request; each
+    player's log (its stderr) for that player's owner and staff. What ``rl-arena download`` stores."""
+
+    @extend_schema(responses=s.DuelReplaysSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        """Three queries whatever the number of matches."""
+        duel = get_object_or_404(queries.duels_with_players(), pk=pk)
+        data = dict(s.DuelSerializer(duel, context={"request": request}).data)
+        matches = list(duel.matches.order_by("index"))
+        for m in matches:
+            m.duel = duel
+        data["matches"] = [replay_data(m) for m in matches]
+        owners = [duel.revision_1.competitor.owner_id, duel.revision_2.competitor.owner_id]
+        allowed = [
+            f"player_{i + 1}_log" for i in range(2) if queries.can_see_private(request.user, owners[i])
+        ]
+        extra = Duel.objects.filter(pk=duel.pk).values("error_msg", *allowed).get()
+        data["error_msg"] = extra["error_msg"]
+        for i in range(2):
+            key = f"player_{i + 1}_log"
+            data[key] = scrub_paths(extra[key]) if key in allowed else None
+        return Response(data)
 
 
 class MatchReplay(APIView):

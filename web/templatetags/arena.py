@@ -6,7 +6,9 @@ from typing import Any
 
 from django import template
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
+
+from web.logtext import explain_error, scrub_paths
 
 register = template.Library()
 
@@ -14,6 +16,8 @@ _BADGE_CLASS = {
     "ELIGIBLE": "ok",
     "FINISHED": "ok",
     "SUCCEEDED": "ok",
+    "PASSED": "ok",
+    "BUILT_OK": "ok",
     "PUBLISHED": "ok",
     "PLAYER_1_WIN": "info",
     "PLAYER_2_WIN": "info",
@@ -45,6 +49,14 @@ def badge(value: str, label: str | None = None) -> SafeString:
     )
 
 
+@register.simple_tag
+def verdict_badge(verdict: Any) -> SafeString:
+    """A badge for a ``web.progress.Verdict`` (a dash when there is none)."""
+    if verdict is None:
+        return mark_safe('<span class="muted">—</span>')
+    return badge(verdict.code, verdict.label)
+
+
 @register.filter
 def num(value: Any, digits: int = 2) -> str:
     """A float with a fixed number of decimals; '-' for missing values."""
@@ -73,5 +85,84 @@ def duel_outcome(duel: Any, competitor_id: int) -> str:
 
 @register.filter
 def log_lines(text: str) -> list[str]:
-    """Split a log into lines for numbered display."""
-    return (text or "").splitlines()
+    """Split a log into lines for numbered display (the server's folders replaced, see ``scrub_paths``)."""
+    return scrub_paths(text or "").splitlines()
+
+
+@register.filter
+def explain(message: str, names: Any = None) -> str:
+    """A referee's error message as the owner reads it (``web.logtext.explain_error``); ``names`` is a
+    duel (its two competitors' names are used) or nothing."""
+    pair = None
+    if names is not None and hasattr(names, "revision_1"):
+        pair = (names.revision_1.competitor.name, names.revision_2.competitor.name)
+    return explain_error(message or "", pair)
+
+
+@register.filter
+def error_lines(text: str) -> tuple[str, str]:
+    """A message's first line (prose) and the rest (code: a traceback, a caret under a syntax error)."""
+    head, _, rest = str(text or "").partition("\n")
+    return head, rest.strip("\n")
+
+
+@register.simple_tag
+def delta(value: float | None, digits: int = 2) -> SafeString:
+    """A signed change, green when it rose and red when it fell (e.g. ``+1.25``)."""
+    if value is None:
+        return mark_safe("")
+    cls = "up" if value > 0.005 else "down" if value < -0.005 else "flat"
+    return format_html('<span class="delta {}">{}</span>', cls, f"{value:+.{int(digits)}f}")
+
+
+_MATCH_WINNER = {"PLAYER_1_WIN": 1, "PLAYER_2_WIN": 2}
+_MATCH_ERRING = {"PLAYER_1_ERROR": 1, "PLAYER_2_ERROR": 2}
+
+
+@register.simple_tag
+def match_result_badge(match: Any, duel: Any) -> SafeString:
+    """A match's result with the players' names: "minimax won", "random erred", "draw"."""
+    names = {1: duel.revision_1.competitor.name, 2: duel.revision_2.competitor.name}
+    if match.result in _MATCH_WINNER:
+        return badge(match.result, f"{names[_MATCH_WINNER[match.result]]} won")
+    if match.result in _MATCH_ERRING:
+        return badge(match.result, f"{names[_MATCH_ERRING[match.result]]} erred")
+    return badge(match.result, match.get_result_display())
+
+
+@register.filter
+def score_so_far(matches: list[Any], seat: int) -> float:
+    """The sum of one seat's match scores (1 or 2) over the matches recorded so far."""
+    return sum(getattr(m, f"player_{int(seat)}_score") or 0.0 for m in matches)
+
+
+_OUTCOME_CLASS = {"won": "ok", "lost": "bad", "draw": "", "error": "warn"}
+
+
+@register.simple_tag
+def outcome_badge(outcome: str) -> SafeString:
+    """A duel's outcome from one competitor's side (``won``, ``lost``, ``draw``, ``error`` or a state)."""
+    return format_html(
+        '<span class="badge {}" data-outcome="{}">{}</span>',
+        _OUTCOME_CLASS.get(outcome, ""),
+        outcome,
+        outcome,
+    )
+
+
+@register.filter
+def query_for_page(filters: Any, page: int) -> str:
+    """The history filters' query string for another page."""
+    return filters.query(int(page))
+
+
+@register.simple_tag
+def duel_result_badge(duel: Any) -> SafeString:
+    """A duel's result naming the winner ("minimax won"), or its state while it is not over."""
+    if duel.result == "PLAYER_1_WIN":
+        return badge(duel.result, f"{duel.revision_1.competitor.name} won")
+    if duel.result == "PLAYER_2_WIN":
+        return badge(duel.result, f"{duel.revision_2.competitor.name} won")
+    if duel.result:
+        return badge(duel.result, duel.get_result_display())
+    return badge(duel.state, duel.get_state_display())

@@ -8,8 +8,8 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
-from django.views.decorators.http import require_http_methods
+from django.urls import reverse, reverse_lazy
+from django.views.decorators.http import require_http_methods, require_POST
 
 from web import account_actions as actions
 from web import ratelimit
@@ -101,6 +101,18 @@ def profile(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "web/accounts/profile.html",
-        {"form": form, "competitors": competitors},
+        {"form": form, "competitors": competitors, "api_token": actions.api_token(user)},
         status=400 if form.errors else 200,
     )
+
+
+@login_required
+@require_POST
+def rotate_token(request: HttpRequest) -> HttpResponse:
+    """Create the user's API token, or replace it (the old one stops working)."""
+    had = actions.api_token(request.user) is not None
+    actions.rotate_api_token(request.user)
+    messages.success(
+        request, "Your API token was replaced: the old one no longer works." if had else "API token created."
+    )
+    return redirect(reverse("web:profile") + "#token")

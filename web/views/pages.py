@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
+from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -13,20 +17,31 @@ from django.views.decorators.http import require_GET
 from core.models import Competitor, Duel, Environment, Match, Rating, Revision
 from web import queries
 from web.charts import rating_chart
-from web.progress import revision_progress
+from web.duels import headline as duel_headline
+from web.duels import outcome_for as duel_outcome_for
+from web.duels import sides as duel_sides
+from web.progress import build_verdict, revision_progress, smoke_verdict
 from web.rendering import render_markdown
+from web.replays import match_result_text, replay_states
+from web.views.kits import starter_kit_dir
 
 LEADERBOARD_REFRESH_SECONDS = 15
+#: How often a running duel's page asks for the matches played so far.
+DUEL_REFRESH_SECONDS = 2
 #: Rows shown on the game page unless the visitor asks for all of them.
 LEADERBOARD_TOP = 100
 #: Opponents listed in a competitor's head-to-head table (the most played first).
 HEAD_TO_HEAD_TOP = 30
+#: Duels per page of a competitor's history.
+HISTORY_PAGE_SIZE = 25
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """The games with their counts, and what happened lately."""
     envs = queries.environments_with_counts()
+    for e in envs:
+        e.has_starter_kit = starter_kit_dir(e.slug) is not None
     context = {
         "environments": envs,
         "total_competitors": sum(e.num_competitors for e in envs),
@@ -73,6 +88,7 @@ def game(request: HttpRequest, slug: str) -> HttpResponse:
         "rules": render_markdown(env.description),
         "tournaments": queries.tournaments(env),
         "recent_duels": queries.recent_duels(env, limit=10),
+        "has_starter_kit": starter_kit_dir(env.slug) is not None,
     }
     return render(request, "web/game.html", context)
 
@@ -84,14 +100,88 @@ def leaderboard_partial(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "web/partials/leaderboard.html", _leaderboard_context(request, env))
 
 
+@dataclass(frozen=True)
+class HistoryFilters:
+    """The competitor page's duel-history filters, parsed from the query string (bad values ignored)."""
+
+    opponent: int | None = None
+    outcome: str = ""
+    errors: str = ""
+
+    @classmethod
+    def parse(cls, params: Any) -> HistoryFilters:
+        """From ``request.GET``: ``opponent`` (a competitor id), ``result`` and ``errors``."""
+        opponent = params.get("opponent", "")
+        outcome = params.get("result", "")
+        errors = params.get("errors", "")
+        return cls(
+            opponent=int(opponent) if opponent.isdigit() else None,
+            outcome=outcome if outcome in queries.OUTCOMES else "",
+            errors=errors if errors in queries.ERROR_FILTERS else "",
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter is set."""
+        return bool(self.opponent or self.outcome or self.errors)
+
+    def query(self, page: int | None = None) -> str:
+        """The query string for these filters (and a page), without the leading ``?``."""
+        params = {"opponent": self.opponent or "", "result": self.outcome, "errors": self.errors}
+        if page and page > 1:
+            params["page"] = page
+        return urlencode({k: v for k, v in params.items() if v})
+
+
+@dataclass
+class HistoryRow:
+    """One duel of a competitor's history, from its side."""
+
+    duel: Duel
+    outcome: str
+    mine: Revision
+    theirs: Revision
+    my_score: float | None
+    their_score: float | None
+    my_errors: int
+    their_errors: int
+    change: queries.RatingChange | None
+
+
+def _history_rows(comp: Competitor, duels: list[Duel], rating: Rating | None) -> list[HistoryRow]:
+    changes = queries.rating_changes(rating, [d.pk for d in duels])
+    rows = []
+    for d in duels:
+        first = d.revision_1.competitor_id == comp.pk
+        me, them = (1, 2) if first else (2, 1)
+        rows.append(
+            HistoryRow(
+                duel=d,
+                outcome=duel_outcome_for(d, comp.pk),
+                mine=d.revision_1 if first else d.revision_2,
+                theirs=d.revision_2 if first else d.revision_1,
+                my_score=getattr(d, f"player_{me}_score"),
+                their_score=getattr(d, f"player_{them}_score"),
+                my_errors=getattr(d, f"player_{me}_errors"),
+                their_errors=getattr(d, f"player_{them}_errors"),
+                change=changes.get(d.pk),
+            )
+        )
+    return rows
+
+
 @require_GET
 def competitor(request: HttpRequest, pk: int) -> HttpResponse:
-    """A competitor: revisions and their states (logs for owner and staff), rating plot, duels."""
+    """A competitor: revisions with their states and ratings (logs for owner and staff), the rating plot,
+    its duel history (filtered and paged), head to head."""
     comp = get_object_or_404(
         Competitor.objects.select_related("owner", "environment", "current_revision"), pk=pk
     )
     private = queries.can_see_private(request.user, comp.owner_id)
     revisions = queries.competitor_revisions(comp, with_logs=private)
+    rating = Rating.objects.filter(competitor=comp, environment_id=comp.environment_id).first()
+    revision_ids = [rev.pk for rev in revisions]
+    records = queries.revision_records(rating, revision_ids)
     rows = []
     for rev in revisions:
         build = queries.latest(rev.builds)
@@ -101,12 +191,18 @@ def competitor(request: HttpRequest, pk: int) -> HttpResponse:
                 "revision": rev,
                 "build": build,
                 "smoke": smoke,
+                "build_verdict": build_verdict(build),
+                "smoke_verdict": smoke_verdict(smoke),
                 "progress": revision_progress(rev, build, smoke),
+                "record": records.get(rev.pk),
             }
         )
-    revision_ids = [row["revision"].pk for row in rows]
+    filters = HistoryFilters.parse(request.GET)
+    history = queries.duel_history(
+        comp, revision_ids, opponent_id=filters.opponent, outcome=filters.outcome, errors=filters.errors
+    )
+    page = Paginator(history, HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
     h2h = queries.head_to_head(comp, revision_ids)
-    rating = Rating.objects.filter(competitor=comp, environment_id=comp.environment_id).first()
     context = {
         "competitor": comp,
         "environment": comp.environment,
@@ -114,7 +210,16 @@ def competitor(request: HttpRequest, pk: int) -> HttpResponse:
         "revision_rows": rows,
         "rating": rating,
         "chart": rating_chart(queries.rating_points(rating)),
-        "duels": queries.competitor_duels(comp, revision_ids),
+        "history": _history_rows(comp, list(page.object_list), rating),
+        "page": page,
+        "filters": filters,
+        "opponents": queries.opponents(comp, revision_ids),
+        "outcome_choices": [("won", "won"), ("lost", "lost"), ("draw", "draw")],
+        "error_choices": [
+            ("own", "its own errors"),
+            ("opponent", "the opponent's errors"),
+            ("any", "any errors"),
+        ],
         "head_to_head": h2h[:HEAD_TO_HEAD_TOP],
         "head_to_head_total": len(h2h),
     }
@@ -182,16 +287,17 @@ def revision_download(request: HttpRequest, pk: int) -> FileResponse:
     )
 
 
-@require_GET
-def duel(request: HttpRequest, pk: int) -> HttpResponse:
-    """A duel: the summary and its matches (player logs for each player's owner and staff)."""
-    d = get_object_or_404(
+def _duel(pk: int) -> Duel:
+    return get_object_or_404(
         Duel.objects.select_related(
             "environment", "tournament", "revision_1__competitor__owner", "revision_2__competitor__owner"
-        ),
+        ).defer("player_1_log", "player_2_log"),
         pk=pk,
     )
-    matches = list(
+
+
+def _duel_matches(d: Duel) -> list[Match]:
+    return list(
         d.matches.order_by("index").only(
             "id",
             "duel_id",
@@ -204,22 +310,70 @@ def duel(request: HttpRequest, pk: int) -> HttpResponse:
             "player_2_score",
         )
     )
-    context = {
+
+
+def _duel_context(request: HttpRequest, d: Duel) -> dict:
+    matches = _duel_matches(d)
+    side_1, side_2 = duel_sides(d, matches)
+    live = d.state in (Duel.State.QUEUED, Duel.State.RUNNING)
+    return {
         "duel": d,
         "environment": d.environment,
         "matches": matches,
-        "show_log_1": queries.can_see_private(request.user, d.revision_1.competitor.owner_id),
-        "show_log_2": queries.can_see_private(request.user, d.revision_2.competitor.owner_id),
+        "sides": (side_1, side_2),
+        "headline": duel_headline(d, side_1, side_2),
+        "live": live,
+        "expected_matches": d.num_matches or d.environment.matches_per_duel,
+        "refresh_seconds": DUEL_REFRESH_SECONDS,
     }
+
+
+@require_GET
+def duel(request: HttpRequest, pk: int) -> HttpResponse:
+    """A duel: who won and how, each side's rating change, its matches (live while it runs), and the
+    player logs for each player's owner and staff."""
+    d = _duel(pk)
+    context = _duel_context(request, d)
+    if d.rated:
+        changes = queries.duel_rating_changes(d)
+        for side, change in zip(context["sides"], changes, strict=True):
+            side.rating = change
+    show = [
+        queries.can_see_private(request.user, d.revision_1.competitor.owner_id),
+        queries.can_see_private(request.user, d.revision_2.competitor.owner_id),
+    ]
+    fields = [f"player_{i + 1}_log" for i in range(2) if show[i]]
+    logs = Duel.objects.filter(pk=d.pk).values(*fields).first() if fields else {}
+    context["logs"] = [
+        (context["sides"][i], (logs or {}).get(f"player_{i + 1}_log", "")) for i in range(2) if show[i]
+    ]
     return render(request, "web/duel.html", context)
 
 
+@require_GET
+def duel_matches(request: HttpRequest, pk: int) -> HttpResponse:
+    """The duel's matches and score so far, polled by its page while it is queued or running; once it is
+    over, htmx reloads the whole page (``HX-Refresh``) to show the result and the ratings."""
+    d = _duel(pk)
+    context = _duel_context(request, d)
+    response = render(request, "web/partials/duel_matches.html", context)
+    if not context["live"] and request.headers.get("HX-Request"):
+        response["HX-Refresh"] = "true"
+    return response
+
+
 def replay_data(match: Match) -> dict:
-    """The replay JSON shared by the match page and ``/api/matches/<id>/replay/``."""
+    """The replay JSON shared by the match page and ``/api/matches/<id>/replay/``.
+
+    ``states[0]`` is the position before the first move and ``states[i]`` the one after ``actions[i-1]``
+    (the referee stores only the states after each action; the initial one is added here). ``moves[i]``
+    says who played ``actions[i]`` and what it means in the game's words.
+    """
     d = match.duel
     names = [d.revision_1.competitor.name, d.revision_2.competitor.name]
     # Seat 0 moves first: map seats to the players' names.
     seats = names if match.first_player == Match.FirstPlayer.PLAYER_1 else names[::-1]
+    states, moves = replay_states(d.environment.slug, match.states or [], match.actions or [], seats)
     return {
         "match": match.pk,
         "duel": d.pk,
@@ -229,12 +383,14 @@ def replay_data(match: Match) -> dict:
         "seats": seats,
         "first_player": match.first_player,
         "result": match.result,
+        "result_text": match_result_text(match, names),
         "error_kind": match.error_kind,
         "error_msg": match.error_msg,
         "player_1_score": match.player_1_score,
         "player_2_score": match.player_2_score,
-        "states": match.states,
+        "states": states,
         "actions": match.actions,
+        "moves": moves,
         "move_times": match.move_times,
     }
 

@@ -22,6 +22,7 @@ from core.actions.challenge import issue_challenge
 from core.actions.play import IllegalMoveError, human_move, inactivity_timeout, start_play_session
 from core.models import PlaySession
 from web import queries
+from web.replays import replay_states
 
 
 def _session(pk: int) -> PlaySession:
@@ -46,6 +47,9 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
     running = session.status == PlaySession.Status.PLAYING and not game.is_over(session.state)
     your_turn = running and game.to_move(session.state) == session.human_seat
     seats = [human, agent] if session.human_seat == 0 else [agent, human]
+    replay = ([], [])
+    if over:
+        replay = replay_states(session.environment.slug, session.states, session.actions, seats)
     data = {
         "id": session.pk,
         "environment": session.environment.slug,
@@ -63,7 +67,8 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
         # The replay viewer's shape (players = PLAYER_1, PLAYER_2 = the human, the agent).
         "players": [human, agent],
         "first_player": "PLAYER_1" if session.human_seat == 0 else "PLAYER_2",
-        "states": session.states if over else [],
+        "states": replay[0] if over else [],
+        "move_details": replay[1] if over else [],  # "moves" is the count above
         "actions": session.actions if over else [],
         "move_times": session.move_times if over else [],
     }

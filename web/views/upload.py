@@ -9,9 +9,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core import actions
-from core.models import Competitor
+from core.models import Competitor, Environment
 from web import ratelimit
 from web.forms import UploadForm
+from web.middleware import submission_limit_mb
 
 
 @login_required
@@ -54,7 +55,13 @@ def upload(request: HttpRequest) -> HttpResponse:
         .select_related("environment")
         .order_by("environment__name", "name")
     )
-    return render(request, "web/upload.html", {"form": form, "my_competitors": mine}, status=status)
+    context = {
+        "form": form,
+        "my_competitors": mine,
+        "limit_mb": submission_limit_mb(),
+        "environments": Environment.objects.filter(is_active=True).order_by("name"),
+    }
+    return render(request, "web/upload.html", context, status=status)
 
 
 def _sentence(message: str) -> str:

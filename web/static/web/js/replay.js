@@ -3,7 +3,9 @@
  *
  * Markup: <div class="replay" data-replay data-game="connect-four" data-replay-source="replay-data">
  * where #replay-data is a <script type="application/json"> holding {"states": [...], "actions": [...],
- * "move_times": [...], "players": ["name 1", "name 2"], "first_player": "PLAYER_1"}.
+ * "moves": [{"player", "text"}...], "move_times": [...], "players": ["name 1", "name 2"], "seats": [...],
+ * "first_player": "PLAYER_1", "result", "result_text"}. states[0] is the position before the first move;
+ * states[i] follows actions[i - 1], which the caption of move i describes.
  * The game's renderer (window.RLArenaRenderers[slug]) draws one state; this file only drives it.
  * Keys: ←/→ step, Home/End jump, Space play/pause. The URL hash #move=N links to a move.
  */
@@ -73,7 +75,7 @@
     this.linkBtn = button("Copy link", "Copy a link to this move", function () { self.copyLink(); });
 
     this.stage = el("div", { "class": "replay-stage", "data-testid": "replay-stage" });
-    this.caption = el("div", { "class": "replay-caption", "aria-live": "polite" });
+    this.caption = el("div", { "class": "replay-caption", "aria-live": "polite", "data-testid": "replay-caption" });
     this.root.appendChild(controls);
     this.root.appendChild(this.stage);
     this.root.appendChild(this.caption);
@@ -116,19 +118,40 @@
     this.firstBtn.disabled = this.prevBtn.disabled = n === 0;
     this.nextBtn.disabled = this.lastBtn.disabled = n === last;
     this.render(this.states[n], n);
-    var actions = this.data.actions || [];
-    var times = this.data.move_times || [];
+    this.caption.textContent = "";
     var parts = [];
-    if (n === 0) parts.push("Initial position");
-    else {
-      if (actions[n - 1] !== undefined && actions[n - 1] !== null) parts.push("Action " + actions[n - 1]);
-      if (times[n - 1] !== undefined && times[n - 1] !== null) parts.push("thought " + Number(times[n - 1]).toFixed(3) + " s");
+    if (n === 0) {
+      parts.push("Initial position");
+      var seats = this.data.seats || [];
+      if (seats[0]) parts.push(seats[0] + " moves first");
+    } else {
+      parts.push(this.describe(n - 1));
     }
-    if (n === last && this.data.result) parts.push("Result: " + this.data.result.replace(/_/g, " ").toLowerCase());
+    if (n === last && this.data.result) {
+      parts.push("Result: " + (this.data.result_text || this.data.result.replace(/_/g, " ").toLowerCase()));
+    }
     this.caption.textContent = parts.join(" · ");
     if (updateHash && window.history && window.history.replaceState) {
       window.history.replaceState(null, "", "#move=" + n);
     }
+  };
+
+  /* "Move 3: minimax played column 4 (action 3) · 0.012 s" for actions[i], the move leading to states[i + 1]. */
+  Replay.prototype.describe = function (i) {
+    var moves = Array.isArray(this.data.moves) ? this.data.moves : this.data.move_details || [];
+    var actions = this.data.actions || [];
+    var times = this.data.move_times || [];
+    var move = moves[i] || {};
+    var action = actions[i];
+    var text = "Move " + (i + 1) + ": ";
+    text += move.player ? move.player + " played " : "";
+    if (move.text && move.text !== String(action)) {
+      text += move.text + (action !== undefined && action !== null ? " (action " + action + ")" : "");
+    } else if (action !== undefined && action !== null) {
+      text += "action " + action;
+    }
+    if (times[i] !== undefined && times[i] !== null) text += " · thought " + Number(times[i]).toFixed(3) + " s";
+    return text;
   };
 
   Replay.prototype.render = function (state, n) {

@@ -1,0 +1,91 @@
+"""Checks of an uploaded agent that need no build: its Python files must at least compile.
+
+The builder validates the zip's structure (``builder.zip_validation``, applied by
+``core.actions.submit_revision``); a syntax error would otherwise only show up minutes later, in the
+smoke test. This compiles (never runs) the entry file (``player.py``, else a Kaggle-style ``main.py``) and
+the other Python files beside it, and words the first error the way Python would print it.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from typing import IO
+
+#: The files the harness imports, in the order it looks for them (as ``run_duel``'s harness does).
+ENTRY_FILES = ("player.py", "main.py")
+#: Python files larger than this are not compiled here (generated code, vendored data); the smoke test
+#: still catches their errors.
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+#: At most this many Python files beside the entry file are compiled.
+MAX_SOURCES = 200
+
+
+def _entry_folder(names: list[str]) -> str | None:
+    """The folder prefix ("" or "top/") holding the entry file, as the builder resolves it."""
+    if any(entry in names for entry in ENTRY_FILES):
+        return ""
+    tops = {name.split("/", 1)[0] for name in names if "/" in name and not name.startswith("__MACOSX/")}
+    if len(tops) == 1:
+        (top,) = tops
+        if any(f"{top}/{entry}" in names for entry in ENTRY_FILES):
+            return top + "/"
+    return None
+
+
+def _read_capped(archive: zipfile.ZipFile, name: str) -> bytes | None:
+    with archive.open(name) as fh:
+        data = fh.read(MAX_SOURCE_BYTES + 1)
+    return None if len(data) > MAX_SOURCE_BYTES else data
+
+
+def syntax_error(source: bytes, shown_name: str) -> str | None:
+    """Python's own message for the first syntax error of ``source``, or ``None`` when it compiles."""
+    try:
+        compile(source, shown_name, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"{shown_name}, line {exc.lineno}" if exc.lineno else shown_name
+        text = f"{where}: {exc.msg}"
+        if exc.text:
+            line = exc.text.rstrip("\n")
+            stripped = line.lstrip()
+            text += "\n    " + stripped
+            if exc.offset:
+                caret = max(0, exc.offset - 1 - (len(line) - len(stripped)))
+                text += "\n    " + " " * caret + "^"
+        return text
+    except ValueError as exc:  # e.g. null bytes in the file
+        return f"{shown_name}: {exc}"
+    return None
+
+
+def first_syntax_error(upload: IO[bytes]) -> str | None:
+    """Compile the uploaded zip's entry file and the Python files beside it; the first error, or ``None``.
+
+    Returns ``None`` as well for archives this check cannot read (the zip validator explains those). The
+    file position of ``upload`` is restored.
+    """
+    position = upload.tell()
+    try:
+        with zipfile.ZipFile(upload) as archive:
+            names = [i.filename for i in archive.infolist() if not i.is_dir()]
+            prefix = _entry_folder(names)
+            if prefix is None:
+                return None
+            entry = next(prefix + e for e in ENTRY_FILES if prefix + e in names)
+            siblings = sorted(
+                n
+                for n in names
+                if n.startswith(prefix) and n.endswith(".py") and "/" not in n[len(prefix) :] and n != entry
+            )
+            for name in [entry, *siblings[:MAX_SOURCES]]:
+                source = _read_capped(archive, name)
+                if source is None:
+                    continue
+                error = syntax_error(source, name[len(prefix) :])
+                if error:
+                    return error
+    except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError):
+        return None
+    finally:
+        upload.seek(position)
+    return None

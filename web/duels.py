@@ -1,0 +1,109 @@
+"""A duel seen by its players: how each side scored (on the board or by the opponent's errors), who won.
+
+The duel JSON counts ``player_x_wins`` only for matches won on the board; a match the opponent lost by
+an error (timeout, crash, illegal move...) scores 1 for the other side but is counted in the opponent's
+``player_y_errors``. A page that printed "Wins 0 · Score 10.0" left the reader guessing; this says it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.models import Duel, Match
+
+_ERROR_OF = {1: Match.Result.PLAYER_1_ERROR, 2: Match.Result.PLAYER_2_ERROR}
+
+
+@dataclass
+class Side:
+    """One player of a duel, from its own point of view."""
+
+    seat: int  # 1 or 2
+    name: str
+    competitor_id: int
+    version: int
+    owner: str
+    score: float | None
+    board_wins: int
+    draws: int
+    losses: int
+    own_errors: int
+    wins_by_opponent_errors: int
+    opponent_error_kinds: list[tuple[str, int]] = field(default_factory=list)
+    own_error_kinds: list[tuple[str, int]] = field(default_factory=list)
+    rating: Any = None  # a web.queries.RatingChange, when the duel was rated
+
+    @property
+    def wins(self) -> int:
+        """Matches scored 1: on the board plus those the opponent lost by an error."""
+        return self.board_wins + self.wins_by_opponent_errors
+
+
+def _kinds(matches: list[Match], result: str) -> list[tuple[str, int]]:
+    counts = Counter(m.error_kind or "ERROR" for m in matches if m.result == result)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def sides(duel: Duel, matches: list[Match]) -> tuple[Side, Side]:
+    """Both players' summaries. Error kinds come from ``matches`` (those recorded so far)."""
+    out = []
+    for seat, other in ((1, 2), (2, 1)):
+        revision = duel.revision_1 if seat == 1 else duel.revision_2
+        out.append(
+            Side(
+                seat=seat,
+                name=revision.competitor.name,
+                competitor_id=revision.competitor_id,
+                version=revision.version,
+                owner=revision.competitor.owner.public_name,
+                score=getattr(duel, f"player_{seat}_score"),
+                board_wins=getattr(duel, f"player_{seat}_wins"),
+                draws=duel.draws,
+                losses=getattr(duel, f"player_{other}_wins"),
+                own_errors=getattr(duel, f"player_{seat}_errors"),
+                wins_by_opponent_errors=getattr(duel, f"player_{other}_errors"),
+                opponent_error_kinds=_kinds(matches, _ERROR_OF[other]),
+                own_error_kinds=_kinds(matches, _ERROR_OF[seat]),
+            )
+        )
+    return out[0], out[1]
+
+
+def headline(duel: Duel, side_1: Side, side_2: Side) -> str:
+    """One sentence: who won and how, e.g. "minimax won 10 : 0, every match by random's errors (CRASH)"."""
+    if duel.state != Duel.State.FINISHED:
+        return ""
+    if duel.result == Duel.Result.ERROR:
+        return "No result: the duel failed on our side; neither player is charged."
+    if duel.result == Duel.Result.DRAW:
+        return f"Draw, {_score(side_1)} : {_score(side_2)}."
+    winner, loser = (side_1, side_2) if duel.result == Duel.Result.PLAYER_1_WIN else (side_2, side_1)
+    text = f"{winner.name} won {_score(winner)} : {_score(loser)}"
+    if winner.wins_by_opponent_errors:
+        kinds = ", ".join(kind for kind, _ in winner.opponent_error_kinds) or "errors"
+        if winner.board_wins == 0 and winner.draws == 0 and loser.board_wins == 0:
+            text += f", every match by {loser.name}'s errors ({kinds})"
+        else:
+            text += (
+                f": {winner.board_wins} on the board, {winner.wins_by_opponent_errors} by {loser.name}'s "
+                f"errors ({kinds})"
+            )
+    return text + "."
+
+
+def _score(side: Side) -> str:
+    return "-" if side.score is None else f"{side.score:g}"
+
+
+def outcome_for(duel: Duel, competitor_id: int) -> str:
+    """``won``, ``lost``, ``draw``, ``error`` (ours) or the duel's state, from one competitor's side."""
+    if duel.state != Duel.State.FINISHED or not duel.result:
+        return duel.get_state_display()
+    if duel.result == Duel.Result.DRAW:
+        return "draw"
+    if duel.result == Duel.Result.ERROR:
+        return "error"
+    is_1 = duel.revision_1.competitor_id == competitor_id
+    return "won" if (duel.result == Duel.Result.PLAYER_1_WIN) == is_1 else "lost"
