@@ -17,6 +17,12 @@ removes the container by id (force), whatever happened, and deletes the socket f
 does not answer (a restart) it retries for up to ``ENGINE_PATIENCE_S``. Containers of failed launches are
 removed by the sandbox's remover, a tracked background thread that ``DockerSandbox.close`` waits for.
 
+The image: ``LaunchSpec.agent`` names it as the revision recorded it (``<registry>/<repo>@sha256:<digest>``
+with a registry). ``launch`` holds it through ``run_duel.images.ImageCache.use`` until the container
+exists: pulled by digest if this engine lacks it (once per host), verified, and safe from the image
+cache's trimming meanwhile. ``ImageUnavailable``/``ImageMissing``/``ImageDigestMismatch`` are
+``SandboxError``s: infrastructure.
+
 Engine failures are infrastructure, never a player's fault: when the engine does not answer, or a
 container vanished or was killed through the engine's API (the engine shutting down, an operator, a
 reaper), ``poll_exit``/``wait_exit`` raise ``EngineError`` (a ``SandboxError``) instead of reporting an
