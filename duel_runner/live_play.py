@@ -236,7 +236,9 @@ def _loop(claim: Claim, game: Any, agent: LiveAgent, poll_s: float, idle_s: floa
         time.sleep(poll_s)
 
 
-def fail_live_game(session_id: int, reason: str, *, claim: Claim, counted: bool = True) -> bool:
+def fail_live_game(
+    session_id: int, reason: str, *, claim: Claim, counted: bool = True, delay_s: float | None = None
+) -> bool:
     """Our side failed during a live game: a worker that is itself unhealthy hands the game back to the
     queue (a healthy worker resumes it from its stored state); otherwise the game ends FAILED, never
     charged to the agent."""

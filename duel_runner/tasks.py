@@ -20,10 +20,11 @@ from core.actions import (
     fail_duel,
     fail_smoke_test,
     finish_smoke_test,
+    rebuild_revision,
     record_duel_result,
 )
 from core.jobs.runner import InfrastructureError, JobKind, run_job
-from core.models import Duel, SmokeTest
+from core.models import Duel, Revision, SmokeTest
 from duel_runner.reaper import reap
 from run_duel.outcomes import DuelResult, MatchResult
 
@@ -38,6 +39,31 @@ def infrastructure_problem(duel_json: dict[str, Any]) -> str:
     return ""
 
 
+def ensure_agent_images(revisions: list[Revision]) -> None:
+    """With the Docker sandbox, make sure each revision's image is on this host (pulled by digest when
+    missing) before anything is played. An image the registry no longer has is the platform's to repair:
+    the revision is rebuilt from its stored zip and the job waits without using an attempt; only if the
+    rebuild cannot be queued does the failure count (and end FAILED with its reason after the attempts)."""
+    if settings.SANDBOX != "docker":
+        return
+    from run_duel.images import ImageMissing, ensure_images
+
+    for revision in revisions:
+        try:
+            ensure_images([revision.agent_ref])
+        except ImageMissing as exc:
+            rebuild = rebuild_revision(revision.pk, str(exc))
+            if rebuild is None:
+                raise InfrastructureError(
+                    f"{exc}; revision {revision.pk} has no zip to rebuild from"
+                ) from exc
+            raise InfrastructureError(
+                f"{exc}; revision {revision.pk} is being rebuilt from its zip (build {rebuild.pk}) "
+                "and this job waits for it",
+                counted=False,
+            ) from exc
+
+
 def _logs(duel_json: dict[str, Any]) -> str:
     parts = [duel_json.get("player_1_log") or "", duel_json.get("player_2_log") or ""]
     return "\n".join(p for p in parts if p)
@@ -48,6 +74,7 @@ def _smoke_test(smoke: SmokeTest, claim: Claim) -> dict[str, Any]:
     from run_duel.api import LaunchSpec, get_sandbox, smoke_test
 
     revision = smoke.revision
+    ensure_agent_images([revision])
     spec = LaunchSpec(
         agent=revision.agent_ref, labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation)}
     )
@@ -73,6 +100,7 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     fair matches are kept (the others count for nobody)."""
     from run_duel.api import LaunchSpec, get_sandbox, play_duel, validate_duel_json
 
+    ensure_agent_images([duel.revision_1, duel.revision_2])
     labels = {"duel": str(duel.pk), "attempt": str(claim.generation)}
     specs = [
         LaunchSpec(agent=rev.agent_ref, labels={**labels, "seat": str(seat)})

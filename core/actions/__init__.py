@@ -4,7 +4,7 @@ Tasks are sent by name after commit (``core.queue.enqueue_on_commit``), so a rol
 leaves a message behind, and ``core`` imports none of the packages that run the work.
 """
 
-from core.actions.builds import claim_build, fail_build, finish_build
+from core.actions.builds import claim_build, fail_build, finish_build, rebuild_revision
 from core.actions.competitors import set_competitor_status
 from core.actions.duels import (
     claim_duel,
@@ -47,6 +47,7 @@ __all__ = [
     "mark_duels_rated",
     "mark_notifications_read",
     "notify",
+    "rebuild_revision",
     "record_duel_result",
     "reject_revision",
     "requeue_build",

@@ -65,6 +65,9 @@ def finish_build(
         )
         revision = Revision.objects.select_for_update().get(pk=build.revision_id)
         if revision.state not in (Revision.State.UPLOADED, Revision.State.BUILDING):
+            if ok and revision.state in _REBUILT_IN_PLACE:  # a rebuild of a lost image: same zip, same code
+                revision.agent_ref = agent_ref
+                revision.save(update_fields=["agent_ref", "updated_at"])
             return True  # e.g. rejected meanwhile: keep the build record, leave the revision alone
         if ok:
             revision.state = Revision.State.BUILT
@@ -82,6 +85,26 @@ def finish_build(
     return True
 
 
+#: Revisions whose image a rebuild replaces without changing their state (see ``rebuild_revision``).
+_REBUILT_IN_PLACE = (Revision.State.BUILT, Revision.State.TESTING, Revision.State.ELIGIBLE)
+
+
+def rebuild_revision(revision_id: int, reason: str) -> Build | None:
+    """The revision's image is gone (deleted from the registry, lost with a machine): build it again from
+    its stored zip, keeping its state; the new image replaces ``agent_ref`` when the build succeeds. A
+    rebuild already queued or running is returned as is; ``None`` if the revision has no zip to build."""
+    with transaction.atomic():
+        revision = Revision.objects.select_for_update().get(pk=revision_id)
+        active = revision.builds.filter(state__in=[Build.State.QUEUED, Build.State.RUNNING]).first()
+        if active is not None or not revision.zip_path:
+            return active
+        build = Build.objects.create(
+            revision=revision, enqueued_at=timezone.now(), failure_reason=f"rebuild: {reason}"[:2000]
+        )
+        enqueue_on_commit(Build.task_name, build.pk)
+    return build
+
+
 def _build_failed(build: Build) -> None:
     failed = Revision.objects.filter(
         pk=build.revision_id, state__in=[Revision.State.UPLOADED, Revision.State.BUILDING]
@@ -96,13 +119,26 @@ def _build_failed(build: Build) -> None:
 
 
 def fail_build(
-    build_id: int, reason: str, *, claim: Claim | None, retry: bool = True, counted: bool = True
+    build_id: int,
+    reason: str,
+    *,
+    claim: Claim | None,
+    retry: bool = True,
+    counted: bool = True,
+    delay_s: float | None = None,
 ) -> bool:
     """An infrastructure failure (never the submission's fault) seen by the worker holding ``claim``, or by
     the reaper (``claim=None``, expired lease): re-queue with backoff while attempts remain, else FAILED
     and the owner is told it was our problem. Returns whether anything changed."""
     return fail_job(
-        Build, build_id, reason, claim=claim, retry=retry, counted=counted, on_failed=_build_failed
+        Build,
+        build_id,
+        reason,
+        claim=claim,
+        retry=retry,
+        counted=counted,
+        delay_s=delay_s,
+        on_failed=_build_failed,
     )
 
 

@@ -139,12 +139,27 @@ def _duel_failed(duel: Duel) -> None:
 
 
 def fail_duel(
-    duel_id: int, reason: str, *, claim: Claim | None, retry: bool = True, counted: bool = True
+    duel_id: int,
+    reason: str,
+    *,
+    claim: Claim | None,
+    retry: bool = True,
+    counted: bool = True,
+    delay_s: float | None = None,
 ) -> bool:
     """An infrastructure failure (never charged to the players) seen by the worker holding ``claim``, or by
     the reaper (``claim=None``, expired lease): re-queue with backoff while attempts remain, else FAILED.
     Returns whether anything changed."""
-    return fail_job(Duel, duel_id, reason, claim=claim, retry=retry, counted=counted, on_failed=_duel_failed)
+    return fail_job(
+        Duel,
+        duel_id,
+        reason,
+        claim=claim,
+        retry=retry,
+        counted=counted,
+        delay_s=delay_s,
+        on_failed=_duel_failed,
+    )
 
 
 def on_duel_requeued(duel: Duel) -> None:

@@ -91,7 +91,13 @@ def _smoke_test_failed(smoke: SmokeTest) -> None:
 
 
 def fail_smoke_test(
-    smoke_test_id: int, reason: str, *, claim: Claim | None, retry: bool = True, counted: bool = True
+    smoke_test_id: int,
+    reason: str,
+    *,
+    claim: Claim | None,
+    retry: bool = True,
+    counted: bool = True,
+    delay_s: float | None = None,
 ) -> bool:
     """An infrastructure failure during a smoke test (``claim=None``: the reaper, expired lease): re-queue
     with backoff while attempts remain, else FAILED (the revision stays un-eligible with a message saying
@@ -103,6 +109,7 @@ def fail_smoke_test(
         claim=claim,
         retry=retry,
         counted=counted,
+        delay_s=delay_s,
         on_failed=_smoke_test_failed,
     )
 

@@ -43,7 +43,14 @@ KINDS: dict[str, JobKind[Any]] = {}
 
 class InfrastructureError(Exception):
     """Our side failed (sandbox, engine, registry, a result that is not the players' doing): the job is
-    re-queued, never charged to a player or a submission."""
+    re-queued, never charged to a player or a submission. ``counted=False`` parks it without using an
+    attempt whatever the worker's health (the platform is repairing the cause, e.g. rebuilding a lost
+    image), ``delay_s`` overrides the backoff."""
+
+    def __init__(self, reason: str, *, counted: bool | None = None, delay_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.counted = counted
+        self.delay_s = delay_s
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,13 @@ def _failed(kind: JobKind[Any], claim: Claim, exc: Exception) -> str:
     problem = current_problem(max_age_s=0) if kind.uses_sandbox else None
     if problem is not None:
         reason = f"{reason} (this worker is unhealthy: {problem})"
-    retry_on_db_error(lambda: kind.fail(claim.job_id, reason, claim=claim, counted=problem is None))
+    counted = problem is None
+    options: dict[str, Any] = {}
+    if isinstance(exc, InfrastructureError):
+        counted = counted if exc.counted is None else exc.counted and counted
+        if exc.delay_s is not None:
+            options["delay_s"] = exc.delay_s
+    retry_on_db_error(lambda: kind.fail(claim.job_id, reason, claim=claim, counted=counted, **options))
     return "infrastructure error"
 
 

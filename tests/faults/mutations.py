@@ -59,8 +59,8 @@ MUTATIONS = [
     Mutation(
         "uncounted-attempt",
         "core/jobs/runner.py",
-        "kind.fail(claim.job_id, reason, claim=claim, counted=problem is None)",
-        "kind.fail(claim.job_id, reason, claim=claim, counted=True)",
+        "    counted = problem is None",
+        "    counted = True",
         "tests/faults/test_worker_health.py::test_an_engine_lost_mid_job_does_not_count_against_the_duel",
     ),
     Mutation(
