@@ -62,6 +62,41 @@ def filesystem_broker_options(data_dir: Path) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Hint:
+    """One task message taken off the broker: the task's name, its arguments, and whether it is delayed
+    (sent with a countdown: Celery's ``eta`` header)."""
+
+    task: str
+    args: list[Any]
+    delayed: bool
+
+
+def drain_hints() -> list[Hint]:
+    """Take every message off the broker's default queue (whatever broker this process uses now) and
+    return them in order; nothing runs."""
+    from django.conf import settings
+
+    from core.celery import app
+
+    taken: list[Hint] = []
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue(settings.CELERY_TASK_DEFAULT_QUEUE)
+        try:
+            while True:
+                try:
+                    message = queue.get(block=False)
+                except queue.Empty:
+                    break
+                taken.append(
+                    Hint(message.headers["task"], list(message.payload[0]), bool(message.headers.get("eta")))
+                )
+                message.ack()
+        finally:
+            queue.close()
+    return taken
+
+
 def zip_player(name: str) -> bytes:
     """An example player folder (``random``, ``minimax``, ``broken/illegal_action``...) as zip bytes."""
     from core.management.commands.load_example_players import zip_folder
