@@ -16,7 +16,9 @@
 # empty (as in example.env) and a Docker engine answers, the DOCKER sandbox (the agent base image is built
 # once by scripts/build_base_image.sh, about a minute, then cached); otherwise the LOCAL sandbox (agents
 # are subprocesses with resource limits, inside bubblewrap when installed: weaker isolation than Docker).
-# SANDBOX=local or SANDBOX=docker in .env (or the environment) decides instead.
+# SANDBOX=local or SANDBOX=docker in .env (or the environment) decides instead. With the Docker sandbox,
+# agent images go through a registry: AGENT_REGISTRY if set, else one on 127.0.0.1:5000 started by
+# scripts/ensure_registry.sh (storage under $DATA_DIR/registry).
 #
 # Settings (environment; .env is read by the platform itself):
 #   HOST, PORT       where the web server listens (default 127.0.0.1:8000)
@@ -227,9 +229,32 @@ choose_sandbox() {
     export SANDBOX="$chosen"
 }
 
+# With the Docker sandbox, agent images go through a registry, as on a fleet: AGENT_REGISTRY from the
+# environment or $ENV_FILE when set ("none": images stay in this engine), else this machine's registry on
+# $REGISTRY_ADDR (default 127.0.0.1:5000), started by scripts/ensure_registry.sh with its storage under
+# $DATA_DIR/registry. Exported, so it wins over $ENV_FILE.
+choose_registry() {
+    [ "$SANDBOX" = docker ] || return 0
+    local chosen addr
+    chosen="$(setting AGENT_REGISTRY)"
+    if [ -n "$chosen" ]; then
+        log "agent images: AGENT_REGISTRY=$chosen (set in the environment or $ENV_FILE)"
+        return 0
+    fi
+    addr="${REGISTRY_ADDR:-127.0.0.1:5000}"
+    if REGISTRY_ADDR="$addr" REGISTRY_DIR="${REGISTRY_DIR:-$DATA_DIR/registry}" "$ROOT/scripts/ensure_registry.sh"; then
+        export AGENT_REGISTRY="$addr"
+        log "agent images: pushed to and pulled from the registry on $addr"
+    else
+        log "the agent image registry did not start: images stay in this machine's Docker engine"
+        export AGENT_REGISTRY=none
+    fi
+}
+
 start() {
     stop_all
     choose_sandbox
+    choose_registry
     local web_cmd
     case "$WEB_SERVER" in
         runserver) web_cmd=("$PY" "$ROOT/manage.py" runserver --insecure "$HOST:$PORT") ;;
@@ -251,7 +276,7 @@ start() {
 
   RL Arena is running at  http://$HOST:$PORT/
   Admin:                  http://$HOST:$PORT/admin/   login $ADMIN_EMAIL   password $(admin_password)
-  Agents run in:          the $SANDBOX sandbox
+  Agents run in:          the $SANDBOX sandbox${AGENT_REGISTRY:+ (agent images: registry $AGENT_REGISTRY)}
   Logs and pids:          $RUN_DIR/  (web.log, worker.log)
   Queue:                  .venv/bin/python manage.py queue_status
   Stop:                   ./prepare_dev.sh --stop
@@ -295,6 +320,8 @@ compose_up() {
     # The Docker sandbox's per-duel socket folders: same path on the host and in the worker (uid 10000).
     { mkdir -p /var/lib/rl-arena/tmp && chown 10000:10000 /var/lib/rl-arena/tmp; } 2>/dev/null \
         || log "cannot prepare /var/lib/rl-arena/tmp owned by uid 10000 (the worker needs it; run as root)"
+    # The compose `registry` service runs this machine's Distribution binary (docker-registry package).
+    "$ROOT/scripts/ensure_registry.sh" --install || die "the agent image registry could not be installed"
     "$ROOT/scripts/build_platform_image.sh"
     log "docker compose up (waits for every healthcheck)"
     compose up -d --wait

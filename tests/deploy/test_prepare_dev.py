@@ -124,7 +124,11 @@ def test_agents_run_in_docker_when_an_engine_answers_else_locally(dev_run: DevRu
     assert refs.returncode == 0, refs.stderr
     built = refs.stdout.split()
     assert built, "no example player was built"
-    if expected == "docker":  # image names, not folders
+    registry = "agent images: pushed to and pulled from the registry on" in dev_run.first_output
+    if expected == "docker" and registry:
+        # immutable references of what the builder pushed to the dev registry (scripts/ensure_registry.sh)
+        assert all(re.fullmatch(r"[\w.:-]+/rl-arena-agent@sha256:[0-9a-f]{64}", ref) for ref in built), built
+    elif expected == "docker":  # image names, not folders
         assert all(ref.startswith("rl-arena-agent") and ":" in ref for ref in built), built
     else:
         assert all(Path(ref).is_dir() for ref in built), built
