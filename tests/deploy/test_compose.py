@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from deploy_helpers import REPO, compose_binary, require
 
-LONG_RUNNING = ("db", "redis", "web", "worker", "live", "manager", "publisher", "nginx")
+LONG_RUNNING = ("db", "redis", "registry", "web", "worker", "live", "manager", "publisher", "nginx")
 PLATFORM = ("migrate", "static", "web", "worker", "live", "manager", "publisher")
 
 
@@ -173,3 +173,28 @@ def test_live_games_are_routed_to_the_live_services_queue(stack: dict[str, Any])
     assert "--queues" not in stack["services"]["worker"]["command"]  # the worker keeps the default queue
     for name in PLATFORM:
         assert stack["services"][name]["environment"]["LIVE_PLAY_QUEUE"] == queue, name
+
+
+def test_workers_push_and_pull_agent_images_through_the_stacks_registry(stack: dict[str, Any]) -> None:
+    registry = stack["services"]["registry"]
+    assert [(p["host_ip"], p["published"], p["target"]) for p in registry["ports"]] == [
+        ("127.0.0.1", "5000", 5000)
+    ]
+    assert "registrydata" in volume_sources(registry)
+    binary = next(v for v in registry["volumes"] if v["target"] == "/usr/local/bin/docker-registry")
+    assert binary["read_only"] and not binary.get("bind", {}).get("create_host_path")
+    for name in ("worker", "live"):
+        env = stack["services"][name]["environment"]
+        # the host's engine pushes and pulls at the published loopback address; the container asks its API
+        assert (env["AGENT_REGISTRY"], env["AGENT_REGISTRY_API_URL"]) == (
+            "127.0.0.1:5000",
+            "http://registry:5000",
+        )
+        assert stack["services"][name]["depends_on"]["registry"]["condition"] == "service_healthy"
+
+
+def test_a_registry_set_in_dot_env_wins_over_the_stacks_own(tmp_path: Path) -> None:
+    done = run_config(tmp_path, [*example_env_lines(), "AGENT_REGISTRY=registry.example.org/arena"])
+    assert done.returncode == 0, done.stderr
+    env = json.loads(done.stdout)["services"]["worker"]["environment"]
+    assert env["AGENT_REGISTRY"] == env["AGENT_REGISTRY_API_URL"] == "registry.example.org/arena"
