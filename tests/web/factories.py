@@ -107,9 +107,9 @@ def revision(comp: Competitor, state: str = Revision.State.ELIGIBLE, with_logs: 
         failed = state == Revision.State.TEST_FAILED
         SmokeTest.objects.create(
             revision=rev,
-            state=SmokeTest.State.RUNNING
-            if state == Revision.State.TESTING
-            else (SmokeTest.State.FAILED if failed else SmokeTest.State.SUCCEEDED),
+            # A smoke test that found a rule broken ran to the end: SUCCEEDED, passed false (FAILED is for
+            # a test that could not run, on our side), as core.actions.finish_smoke_test records it.
+            state=SmokeTest.State.RUNNING if state == Revision.State.TESTING else SmokeTest.State.SUCCEEDED,
             passed=None if state == Revision.State.TESTING else not failed,
             reason="INVALID_ACTION: player returned 9" if failed else "",
             log="Traceback (most recent call last):\n  File player.py, line 3\nValueError: bad move\n"
@@ -137,8 +137,18 @@ def play_random_match(slug: str, seed: int) -> tuple[list[dict], list[int], int 
     return states, actions, game.winner(state)
 
 
-def duel(c1: Competitor, c2: Competitor, num_matches: int = 4, finished_ago_s: int = 60) -> Duel:
-    """A finished duel between the current revisions of two competitors, with real match replays."""
+def duel(
+    c1: Competitor,
+    c2: Competitor,
+    num_matches: int = 4,
+    finished_ago_s: int = 60,
+    *,
+    initial_state: bool = True,
+) -> Duel:
+    """A finished duel between the current revisions of two competitors, with real match replays.
+
+    ``initial_state=False`` stores what the referee stores: only the state after each action (older rows
+    and these factories' default also keep the initial position first)."""
     slug = c1.environment.slug
     d = Duel.objects.create(
         environment=c1.environment,
@@ -169,7 +179,7 @@ def duel(c1: Competitor, c2: Competitor, num_matches: int = 4, finished_ago_s: i
             first_player=first,
             player_1_score=s1,
             player_2_score=s2,
-            states=states,
+            states=states if initial_state else states[1:],
             actions=acts,
             move_times=[0.001 * (k + 1) for k in range(len(acts))],
         )
@@ -217,3 +227,105 @@ def tournament(env: Environment, comps: list[Competitor]) -> Tournament:
             rank=rank,
         )
     return t
+
+
+def error_duel(
+    c1: Competitor, c2: Competitor, *, erring: int = 2, kind: str = "CRASH", num_matches: int = 4
+) -> Duel:
+    """A finished duel that player ``erring`` (1 or 2) lost by erring in every match, as the referee
+    records it: no board wins, the other player scores each match."""
+    d = Duel.objects.create(
+        environment=c1.environment,
+        revision_1=c1.current_revision,
+        revision_2=c2.current_revision,
+        state=Duel.State.FINISHED,
+        finished_at=timezone.now(),
+        num_matches=num_matches,
+    )
+    slug = c1.environment.slug
+    game = environments.get_game(slug)
+    for i in range(num_matches):
+        first = Match.FirstPlayer.PLAYER_1 if i % 2 == 0 else Match.FirstPlayer.PLAYER_2
+        # The erring player fails on its first move: the first mover plays once if it is the one.
+        erring_first = (erring == 1) == (first == Match.FirstPlayer.PLAYER_1)
+        actions = [] if erring_first else [game.legal_actions(game.initial_state())[0]]
+        states = [game.apply(game.initial_state(), a) for a in actions]
+        Match.objects.create(
+            duel=d,
+            index=i,
+            result=Match.Result.PLAYER_1_ERROR if erring == 1 else Match.Result.PLAYER_2_ERROR,
+            error_kind=kind,
+            error_msg=(
+                f"PLAYER_{erring} raised RuntimeError at move {len(actions) + 1}:\n"
+                "Traceback (most recent call last):\n"
+                '  File "/agent/player.py", line 12, in step\n'
+                "    raise RuntimeError('boom')\n"
+                "RuntimeError: boom"
+            ),
+            first_player=first,
+            player_1_score=0.0 if erring == 1 else 1.0,
+            player_2_score=1.0 if erring == 1 else 0.0,
+            states=states,
+            actions=actions,
+            move_times=[0.001] * len(actions),
+        )
+    d.result = Duel.Result.PLAYER_2_WIN if erring == 1 else Duel.Result.PLAYER_1_WIN
+    d.player_1_errors = num_matches if erring == 1 else 0
+    d.player_2_errors = num_matches if erring == 2 else 0
+    d.player_1_score = 0.0 if erring == 1 else float(num_matches)
+    d.player_2_score = float(num_matches) if erring == 1 else 0.0
+    d.save()
+    return d
+
+
+def rate_duel(d: Duel, after: dict[Competitor, tuple[float, float]]) -> None:
+    """Record what rating ``d`` gave each competitor (mu, sigma after it), as ``tournament_manager`` does:
+    one history entry per rating and duel, stamped after every earlier entry, and the duel marked rated."""
+    stamp = timezone.now()
+    for comp in after:
+        rating, _ = Rating.objects.get_or_create(environment=comp.environment, competitor=comp)
+        latest = RatingHistory.objects.filter(rating=rating).order_by("-created_at").first()
+        if latest is not None and latest.created_at >= stamp:
+            stamp = latest.created_at + timedelta(seconds=1)
+    for comp, (mu, sigma) in after.items():
+        rating = Rating.objects.get(environment=comp.environment, competitor=comp)
+        h = RatingHistory.objects.create(rating=rating, duel=d, mu=mu, sigma=sigma)
+        RatingHistory.objects.filter(pk=h.pk).update(created_at=stamp)
+        rating.set_skill(mu, sigma)
+        rating.save()
+    Duel.objects.filter(pk=d.pk).update(rated=True, rated_at=stamp)
+    d.rated = True
+
+
+def running_duel(c1: Competitor, c2: Competitor, num_matches: int = 6) -> Duel:
+    """A RUNNING duel with no match recorded yet (``record_match`` adds them as a runner would)."""
+    return Duel.objects.create(
+        environment=c1.environment,
+        revision_1=c1.current_revision,
+        revision_2=c2.current_revision,
+        state=Duel.State.RUNNING,
+        num_matches=num_matches,
+    )
+
+
+def record_match(d: Duel, index: int) -> Match:
+    """Store match ``index`` of a running duel with a real random replay, as the referee records it."""
+    states, acts, winner = play_random_match(d.environment.slug, seed=d.pk * 100 + index)
+    first = Match.FirstPlayer.PLAYER_1 if index % 2 == 0 else Match.FirstPlayer.PLAYER_2
+    if winner is None:
+        result, s1, s2 = Match.Result.DRAW, 0.5, 0.5
+    else:
+        p1_won = (winner == 0) == (first == Match.FirstPlayer.PLAYER_1)
+        result = Match.Result.PLAYER_1_WIN if p1_won else Match.Result.PLAYER_2_WIN
+        s1, s2 = (1.0, 0.0) if p1_won else (0.0, 1.0)
+    return Match.objects.create(
+        duel=d,
+        index=index,
+        result=result,
+        first_player=first,
+        player_1_score=s1,
+        player_2_score=s2,
+        states=states[1:],
+        actions=acts,
+        move_times=[0.002] * len(acts),
+    )
