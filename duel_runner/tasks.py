@@ -41,17 +41,18 @@ def infrastructure_problem(duel_json: dict[str, Any]) -> str:
 
 def ensure_agent_images(revisions: list[Revision]) -> None:
     """With the Docker sandbox, make sure each revision's image is on this host (pulled by digest when
-    missing) before anything is played. An image the registry no longer has is the platform's to repair:
+    missing) before anything is played. An image the registry no longer has (or serves with the wrong
+    digest) is the platform's to repair:
     the revision is rebuilt from its stored zip and the job waits without using an attempt; only if the
     rebuild cannot be queued does the failure count (and end FAILED with its reason after the attempts)."""
     if settings.SANDBOX != "docker":
         return
-    from run_duel.images import ImageMissing, ensure_images
+    from run_duel.images import ImageDigestMismatch, ImageMissing, ensure_images
 
     for revision in revisions:
         try:
             ensure_images([revision.agent_ref])
-        except ImageMissing as exc:
+        except (ImageMissing, ImageDigestMismatch) as exc:  # the registry lost or garbled it: rebuild
             rebuild = rebuild_revision(revision.pk, str(exc))
             if rebuild is None:
                 raise InfrastructureError(

@@ -18,10 +18,28 @@ log() { echo "ensure_docker: $*" >&2; }
 die() { echo "ensure_docker: ERROR: $*" >&2; exit 1; }
 
 engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+# The engine of /var/run/docker.sock (other engines, e.g. the cluster suite's nodes, may run beside it).
+main_dockerd_alive() { [ -f /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; }
+
+# An engine whose default bridge network lost its docker0 interface (something deleted the link) answers
+# but cannot build images or run networked containers until it is restarted, which recreates it.
+bridge_lost() {
+    docker network inspect bridge >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 \
+        && ! ip link show docker0 >/dev/null 2>&1
+}
 
 if command -v docker >/dev/null 2>&1 && engine_answers; then
-    log "Docker engine already answering ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo '?'))"
-    exit 0
+    if ! bridge_lost; then
+        log "Docker engine already answering ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo '?'))"
+        exit 0
+    fi
+    [ "$(id -u)" = "0" ] || die "the engine's docker0 bridge is gone; restarting it needs root"
+    log "the engine answers but its docker0 bridge is gone: restarting it"
+    pid="$(cat /var/run/docker.pid 2>/dev/null || true)"
+    if [ -n "$pid" ]; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    fi
 fi
 
 [ "$(id -u)" = "0" ] || die "no Docker engine answers and starting one needs root (run: sudo $0)"
@@ -63,14 +81,14 @@ pick_storage_driver() {
     fi
 }
 
-if [ -S /var/run/docker.sock ] && pgrep -x dockerd >/dev/null 2>&1; then
+if [ -S /var/run/docker.sock ] && main_dockerd_alive; then
     log "dockerd is running but not answering yet; waiting"
 else
     DRIVER="$(pick_storage_driver)"
     mkdir -p "$(dirname "$DOCKERD_LOG")"
     rm -f /var/run/docker.pid
     # A stale socket from a dead daemon would make `docker info` fail in a confusing way.
-    if [ -S /var/run/docker.sock ] && ! pgrep -x dockerd >/dev/null 2>&1; then
+    if [ -S /var/run/docker.sock ] && ! main_dockerd_alive; then
         rm -f /var/run/docker.sock
     fi
     start_dockerd() {
