@@ -87,3 +87,100 @@ def test_zip_folder_skips_caches_and_requires_player_py(tmp_path):
     (tmp_path / "player.py").unlink()
     with pytest.raises(agents.CliError, match=r"no player\.py"):
         agents.zip_folder(tmp_path)
+
+
+# --- download ------------------------------------------------------------------------------------------
+
+
+def test_download_fetches_duels_with_replays_and_only_the_owners_logs(cli_env, alice, bob, env):
+    from tests.web import factories
+
+    mine = factories.competitor(alice, env, "mine")
+    theirs = factories.competitor(bob, env, "theirs")
+    duels = [factories.duel(mine, theirs, num_matches=2, initial_state=False) for _ in range(3)]
+    out_dir = cli_env / "results"
+    _run("login", "--email", "alice@example.com")
+    code, out = _run("download", "mine", "--out", str(out_dir))
+    assert code == 0, out
+    assert "3 duels (6 matches) fetched" in out and "logs of 1 revisions" in out
+    saved = json.loads((out_dir / "duels" / f"{duels[0].pk}.json").read_text())
+    assert len(saved["matches"]) == 2 and saved["matches"][0]["states"][0]["board"][5] == [0] * 7
+    assert saved["player_1_log"] == "player 1 says hello\n" and saved["player_2_log"] is None
+    logs = json.loads((out_dir / "revisions" / "v1.json").read_text())
+    assert logs["smoke_test_state"] == "PASSED"
+    # Again: nothing new to fetch.
+    code, out = _run("download", str(mine.pk), "--out", str(out_dir))
+    assert "0 duels (0 matches) fetched, 3 already there" in out
+    # Someone else's competitor: its duels, without its logs or revisions (Alice's own side stays hers).
+    code, out = _run("download", str(theirs.pk), "--out", str(cli_env / "other"), "--limit", "2")
+    assert "2 duels (4 matches) fetched" in out and "logs of 0 revisions" in out
+    other = json.loads(next((cli_env / "other" / "duels").iterdir()).read_text())
+    assert other["player_2_log"] is None and other["player_1_log"] == "player 1 says hello\n"
+
+
+# --- local ---------------------------------------------------------------------------------------------
+
+
+def test_a_local_duel_prints_each_match_and_the_score(tmp_path):
+    output = tmp_path / "duel.json"
+    code, out = _run(
+        "duel", "--env", "tic-tac-toe", "minimax", "random", "--matches", "4", "--output", str(output)
+    )
+    assert code == 0, out
+    assert out.count("moved first") == 4
+    assert out.splitlines()[-2].startswith("minimax ")  # the score line
+    duel = json.loads(output.read_text())
+    assert duel["num_matches"] == 4 and duel["player_1_errors"] == 0
+    assert duel["player_1_score"] >= 2  # minimax never loses tic-tac-toe
+
+
+def test_a_local_duel_names_the_agent_that_erred(tmp_path):
+    broken = EXAMPLES_DIR / "broken" / "crash_mid_match"
+    code, out = _run("duel", "--env", "connect-four", str(broken), "random", "--matches", "2")
+    assert code == 0
+    assert "crash_mid_match erred (CRASH)" in out
+    assert "crash_mid_match (player 1) raised RuntimeError" in out
+
+
+def test_a_local_tournament_ranks_agents_with_trueskill(tmp_path):
+    starter = EXAMPLES_DIR / "starter_kits" / "tic_tac_toe"
+    output = tmp_path / "t.json"
+    code, out = _run(
+        "tournament",
+        "--env",
+        "tic-tac-toe",
+        str(starter),
+        "random",
+        "minimax",
+        "--matches",
+        "4",
+        "--output",
+        str(output),
+    )
+    assert code == 0, out
+    assert "3 agents, 3 duels (round robin)" in out
+    table = json.loads(output.read_text())["table"]
+    assert [row["rank"] for row in table] == [1, 2, 3]
+    assert table[-1]["name"] == "random"  # loses to both
+    assert all(row["duels"] == 2 for row in table)
+    assert table[0]["skill"] == pytest.approx(table[0]["mu"] - 3 * table[0]["sigma"])
+
+
+def test_check_runs_the_arenas_smoke_test(tmp_path):
+    code, out = _run("check", "--env", "connect-four", str(EXAMPLES_DIR / "starter_kits" / "connect_four"))
+    assert code == 0 and out.startswith("passed: 4 self-play matches without errors")
+    code, out = _run("check", "--env", "connect-four", str(EXAMPLES_DIR / "broken" / "illegal_action"))
+    assert code == 1 and out.startswith("FAILED: match 1 of 4: INVALID_ACTION")
+
+
+def test_check_refuses_a_syntax_error_without_running_it(tmp_path):
+    (tmp_path / "player.py").write_text("class Player:\n    def start(self, state valid_actions): ...\n")
+    code, out = _run("check", "--env", "connect-four", str(tmp_path))
+    assert code == 1 and "player.py, line 2" in out
+
+
+def test_local_commands_explain_unknown_games_and_agents(capsys):
+    assert _run("duel", "--env", "chess", "random", "random")[0] == 1
+    assert "chess" in capsys.readouterr().err
+    assert _run("duel", "--env", "connect-four", "no-such-agent", "random")[0] == 1
+    assert "bundled opponents: minimax, random" in capsys.readouterr().err
