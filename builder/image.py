@@ -41,6 +41,7 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound
+from docker.utils import kwargs_from_env
 from requests.exceptions import RequestException
 
 import run_duel
@@ -331,9 +332,9 @@ def _shutdown_response(response) -> None:
 def _run_build(context, tag: str, settings: BuilderSettings, *, network: bool) -> tuple[str, str]:
     """Stream one build with a wall-clock cap; return (log, image id)."""
     memory = settings.build_memory_mb * 1024 * 1024
-    # A dedicated low-level client; on timeout we shut its socket down, which makes the daemon cancel
-    # the build (and kill the running step's container).
-    api = docker.APIClient(version="auto", timeout=settings.build_timeout_s + 30)
+    # A dedicated low-level client of the engine DOCKER_HOST names (like get_client's); on timeout we shut
+    # its socket down, which makes the daemon cancel the build (and kill the running step's container).
+    api = docker.APIClient(version="auto", timeout=settings.build_timeout_s + 30, **kwargs_from_env())
     chunks: list[str] = []
     size = 0
     state: dict = {"error": None, "image_id": None, "exc": None, "response": None, "cancelled": False}
