@@ -95,14 +95,16 @@ def run_job(kind: JobKind[J], job_id: int) -> str:
             _resend(kind, job_id, wait + 0.5)
         return "not claimed"
     claim = Claim.of(job)
+    # The heartbeat lasts until the outcome is stored: a worker retrying across a database outage keeps
+    # its claim, and its first beat after the outage renews the lease before a reaper round can re-queue.
     with Heartbeat(kind.model, claim):
         try:
             outcome = kind.work(job, claim)
         except Exception as exc:
             return _failed(kind, claim, exc)
-    if kind.record is None:
-        return str(outcome.get("outcome") or "done")  # what the work says happened (live games)
-    return _store(kind, claim, outcome)
+        if kind.record is None:
+            return str(outcome.get("outcome") or "done")  # what the work says happened (live games)
+        return _store(kind, claim, outcome)
 
 
 def _failed(kind: JobKind[Any], claim: Claim, exc: Exception) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from core_testlib import Hint, drain_hints
+from django.db.models.functions import Now
 
 from core.actions import (
     Claim,
@@ -612,3 +613,133 @@ def test_a_result_outside_the_vocabulary_is_refused(duel: Duel) -> None:
     with pytest.raises(ValueError, match="bad result"):
         record_duel_result(claim, duel_json(result="PLAYER_3_WIN"))
     assert Duel.objects.get(pk=duel.pk).state == "RUNNING"
+
+
+# --- a result in hand while the database is away keeps its claim -------------------------------------
+
+
+class DatabaseOutage:
+    """Makes the test database refuse every connection (``ALLOW_CONNECTIONS false``, open backends
+    terminated) until :meth:`end`; PostgreSQL only. Driven from the ``postgres`` maintenance database."""
+
+    def __init__(self) -> None:
+        from django.db import connection
+
+        settings_dict = connection.settings_dict
+        self.name = settings_dict["NAME"]
+        self.admin = {
+            "host": settings_dict["HOST"] or "127.0.0.1",
+            "port": settings_dict["PORT"] or 5432,
+            "user": settings_dict["USER"],
+            "dbname": "postgres",
+            "autocommit": True,
+        }
+        if settings_dict["PASSWORD"]:
+            self.admin["password"] = settings_dict["PASSWORD"]
+
+    def _run(self, *statements: tuple[str, list[Any]]) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(**self.admin) as admin:
+            for statement, params in statements:
+                admin.execute(sql.SQL(statement).format(db=sql.Identifier(self.name)), params)
+
+    def begin(self) -> None:
+        self._run(
+            ("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS false", []),
+            (
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                "AND pid <> pg_backend_pid()",
+                [self.name],
+            ),
+        )
+
+    def end(self) -> None:
+        self._run(("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS true", []))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_result_waiting_for_the_database_keeps_its_claim_alive(
+    make_revision: Callable[..., Any], settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker has the played result when PostgreSQL goes away; it retries storing it. Once the database
+    is back, its heartbeat must renew the lease before a reaper round can hand the duel to another worker
+    (which would throw the result away). The worker's retries are paced by the test (its sleeps wait for
+    a go), so the reaper and a rival worker act exactly in the gap between the database's return and the
+    worker's next retry."""
+    import threading
+    import time
+
+    from core_testlib import is_postgres, wait_for
+    from django.db import connection
+
+    if not is_postgres():
+        pytest.skip("making the database refuse connections needs PostgreSQL")
+    settings.LEASE_SECONDS, settings.HEARTBEAT_SECONDS = 4, 0.2
+    settings.DB_SAVE_RETRIES, settings.RETRY_BACKOFF_SECONDS = 50, 0
+    duel = schedule_duel(make_revision(), make_revision())
+    outage = DatabaseOutage()
+    retry_pending, go_on = threading.Event(), threading.Event()
+    real_sleep = time.sleep
+    worker: dict[str, Any] = {}
+
+    def paced_sleep(seconds: float) -> None:  # only the worker's retries wait for the test
+        if threading.current_thread() is worker.get("thread"):
+            retry_pending.set()
+            assert go_on.wait(60), "the test never let the worker retry"
+        else:
+            real_sleep(seconds)
+
+    def play(duel: Duel, claim: Claim) -> dict[str, Any]:
+        worker["claim"] = claim
+        outage.begin()  # the duel is played; now the database goes away
+        return duel_json(n=3)
+
+    monkeypatch.setattr("core.db.time.sleep", paced_sleep)
+    monkeypatch.setitem(KINDS, "duel_outage", None)
+    kind = JobKind(
+        name="duel_outage", model=Duel, claim=claim_duel, work=play, record=record_duel_result, fail=fail_duel
+    )
+
+    def run() -> None:
+        try:
+            worker["result"] = run_job(kind, duel.pk)
+        except BaseException as exc:  # reported by the main thread
+            worker["error"] = exc
+        finally:
+            connection.close()
+
+    connection.close()
+    worker["thread"] = threading.Thread(target=run, daemon=True)
+    try:
+        worker["thread"].start()
+        assert retry_pending.wait(60), "the worker never tried to store its result"
+    finally:
+        outage.end()
+    connection.close()  # this thread's connection was terminated by the outage
+    back_at = Duel.objects.annotate(now=Now()).values_list("now", flat=True).get(pk=duel.pk)
+
+    def lease_decided() -> str | None:
+        """'renewed' once a heartbeat got through after the outage, 'expired' once the lease ended."""
+        row = (
+            Duel.objects.annotate(now=Now()).values("now", "lease_expires_at", "heartbeat_at").get(pk=duel.pk)
+        )
+        if row["heartbeat_at"] > back_at and row["lease_expires_at"] > row["now"]:
+            return "renewed"
+        return "expired" if row["lease_expires_at"] <= row["now"] else None
+
+    try:
+        decided = wait_for(lease_decided, 6 * settings.LEASE_SECONDS, "the lease to be renewed or to end")
+        requeue_expired_leases()  # a reaper round now
+        rival = claim_duel(duel.pk, "rival")  # and another worker's delivery of the same duel
+    finally:
+        go_on.set()  # the worker's next retry
+    worker["thread"].join(60)
+    assert not worker["thread"].is_alive() and "error" not in worker, worker.get("error")
+    assert decided == "renewed", "the lease ended while the worker held the played result"
+    assert rival is None
+    assert worker["result"] == "recorded"
+    row = Duel.objects.get(pk=duel.pk)
+    assert (row.state, row.generation) == ("FINISHED", worker["claim"].generation)
+    assert Match.objects.filter(duel=duel).count() == 3
