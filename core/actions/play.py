@@ -9,7 +9,6 @@ are never rated (they are not duels).
 from __future__ import annotations
 
 import os
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actions.errors import ActionError
-from core.actions.jobs import Claim, claim_job, db_now, lock_claimed, lock_expired
+from core.actions.jobs import Claim, claim_job, db_in, db_now, lock_claimed, lock_expired
 from core.models import Competitor, PlaySession, Revision
 from core.queue import enqueue_on_commit
 
@@ -264,14 +263,15 @@ def requeue_orphaned_play_sessions() -> int:
 
 def abandon_stale_play_sessions(max_idle_s: float | None = None) -> int:
     """End sessions nobody drives any more: idle far beyond the inactivity timeout (their worker died,
-    or the hint was lost). Returns how many were ended."""
+    or the hint was lost), by the database's clock (a reaper whose clock is wrong closes no live game).
+    Returns how many were ended."""
     idle = max_idle_s if max_idle_s is not None else 3 * inactivity_timeout() + 60
-    cutoff = timezone.now() - timedelta(seconds=idle)
+    cutoff = db_in(-idle)
     return PlaySession.objects.filter(
         status__in=(PlaySession.Status.QUEUED, PlaySession.Status.PLAYING), last_activity_at__lt=cutoff
     ).update(
         status=PlaySession.Status.FINISHED,
         result=PlaySession.Result.FAILED,
         error_msg="The game was left without a worker and has been closed.",
-        finished_at=timezone.now(),
+        finished_at=db_now(),
     )

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +16,8 @@ from core.actions import ActionError
 from core.actions.play import IllegalMoveError, human_move, start_play_session
 from core.models import Duel, PlaySession, Rating
 from environments import get_game
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.django_db
 
@@ -211,3 +217,62 @@ def test_the_reaper_closes_games_nobody_drives(make_competitor, make_user):
     assert reap()["stale_play_sessions"] == 1
     assert PlaySession.objects.get(pk=lost.pk).result == PlaySession.Result.FAILED
     assert PlaySession.objects.get(pk=fresh.pk).status == PlaySession.Status.QUEUED
+
+
+FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+
+
+def _database_url() -> str:
+    """This test database's URL, for a subprocess."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "postgresql":
+        auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+        return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    return "sqlite:///" + str(Path(s["NAME"]).resolve())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reaper_whose_clock_runs_20_minutes_fast_closes_no_live_game(make_competitor, make_user, settings):
+    """Idle games are found with the database's clock: a reaper process whose clock is wrong closes only
+    the games nobody has driven for real."""
+    from django.db import connection
+    from django.db.models.functions import Now
+
+    from core.actions.jobs import db_in
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's clock is the reading process's own: only a server has a clock of its own")
+    if not FAKETIME_LIB.exists():
+        pytest.fail(f"{FAKETIME_LIB} is missing: run_tests.sh installs Debian's faketime package")
+    live = start_play_session(make_user(), make_competitor().pk)
+    forgotten = start_play_session(make_user(), make_competitor().pk)
+    PlaySession.objects.filter(pk=live.pk).update(last_activity_at=Now())
+    PlaySession.objects.filter(pk=forgotten.pk).update(last_activity_at=db_in(-3600))
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "core.settings",
+        "DATABASE_URL": _database_url(),
+        "DATA_DIR": str(settings.DATA_DIR),
+        "SANDBOX": "local",
+        "SECRET_KEY": "test-secret-key-" + "x" * 40,
+        "CELERY_BROKER_URL": "memory://",
+        "LD_PRELOAD": str(FAKETIME_LIB),
+        "FAKETIME": "+20m",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+    script = (
+        "import time, django; django.setup()\n"
+        "from duel_runner.reaper import reap\n"
+        "print(time.time(), reap()['stale_play_sessions'])\n"
+    )
+    skewed = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert skewed.returncode == 0, skewed.stderr[-3000:]
+    clock, closed = skewed.stdout.split()[-2:]
+    assert float(clock) - time.time() > 19 * 60  # the reaper really lived 20 minutes ahead
+    assert PlaySession.objects.get(pk=live.pk).status == PlaySession.Status.QUEUED
+    assert PlaySession.objects.get(pk=forgotten.pk).result == PlaySession.Result.FAILED
+    assert closed == "1"
