@@ -119,6 +119,7 @@ class UploadForm(forms.Form):
         )
         # upload.js refuses a larger file before sending it.
         self.fields["file"].widget.attrs["data-max-bytes"] = str(limit)
+        self.fields["environment"].label_from_instance = lambda env: env.name
 
     def clean_file(self) -> UploadedFile:
         """Reject obviously wrong files before anything is stored (the builder checks the contents)."""

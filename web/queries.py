@@ -362,27 +362,35 @@ def _rank_at(environment_id: int, rating_id: int, skill: float, moment: datetime
 
 
 def duel_rating_changes(duel: Duel) -> list[RatingChange | None]:
-    """For each side of a rated duel, its rating before and after, with its rank by mu - 3 sigma among the
-    game's competitors at both moments; ``None`` for a side the duel did not rate. At most 5 queries."""
+    """For each side of a rated duel, its rating before and after, with its rank by mu - 3 sigma among
+    the game's competitors just before the duel was rated and just after (both sides' entries applied);
+    ``None`` for a side the duel did not rate. At most 7 queries."""
     competitor_ids = [duel.revision_1.competitor_id, duel.revision_2.competitor_id]
     ratings = {
         r.competitor_id: r
         for r in Rating.objects.filter(environment_id=duel.environment_id, competitor_id__in=competitor_ids)
     }
+    changes = [
+        rating_changes(ratings[cid], [duel.pk]).get(duel.pk) if cid in ratings else None
+        for cid in competitor_ids
+    ]
+    moments = [c.at for c in changes if c is not None and c.at is not None]
+    if not moments:
+        return [None, None]
+    start, end = min(moments), max(moments)
     out: list[RatingChange | None] = []
-    for cid in competitor_ids:
+    for cid, change in zip(competitor_ids, changes, strict=True):
         rating = ratings.get(cid)
-        change = rating_changes(rating, [duel.pk]).get(duel.pk) if rating else None
-        if change is None or change.at is None or rating is None:
+        if change is None or rating is None:
             out.append(None)
             continue
-        had_history = RatingHistory.objects.filter(rating=rating, created_at__lt=change.at).exists()
+        had_history = RatingHistory.objects.filter(rating=rating, created_at__lt=start).exists()
         before = (
-            _rank_at(duel.environment_id, rating.pk, change.skill_before, change.at, inclusive=False)
+            _rank_at(duel.environment_id, rating.pk, change.skill_before, start, inclusive=False)
             if had_history
             else None
         )
-        after = _rank_at(duel.environment_id, rating.pk, change.skill_after, change.at, inclusive=True)
+        after = _rank_at(duel.environment_id, rating.pk, change.skill_after, end, inclusive=True)
         out.append(dataclasses.replace(change, rank_before=before, rank_after=after))
     return out
 

@@ -287,10 +287,12 @@ def rate_duel(d: Duel, after: dict[Competitor, tuple[float, float]]) -> None:
         latest = RatingHistory.objects.filter(rating=rating).order_by("-created_at").first()
         if latest is not None and latest.created_at >= stamp:
             stamp = latest.created_at + timedelta(seconds=1)
-    for comp, (mu, sigma) in after.items():
+    for i, (comp, (mu, sigma)) in enumerate(after.items()):
         rating = Rating.objects.get(environment=comp.environment, competitor=comp)
         h = RatingHistory.objects.create(rating=rating, duel=d, mu=mu, sigma=sigma)
-        RatingHistory.objects.filter(pk=h.pk).update(created_at=stamp)
+        # bulk_create stamps each entry as it builds it: a duel's two entries are microseconds apart.
+        moment = stamp + timedelta(microseconds=i)
+        RatingHistory.objects.filter(pk=h.pk).update(created_at=moment)
         rating.set_skill(mu, sigma)
         rating.save()
     Duel.objects.filter(pk=d.pk).update(rated=True, rated_at=stamp)

@@ -3,7 +3,13 @@
 A user signs up, uploads the minimax and random example players for Connect Four, watches each revision
 get built, smoke-tested and ranked without reloading, waits for the ladder to play a duel, opens one of
 its matches and steps through the replay, and checks the leaderboard. A second user cannot see the first
-user's private logs. Screenshots of the key pages go to ``data/screenshots/``.
+user's private logs.
+
+The first-visit walk goes from sign-up to a rated agent using only what the site shows: the starter kit
+downloaded from the game page and uploaded unchanged, against the demo opponents an operator loads
+(``manage.py load_example_players``), then the duel's rating change, the replay, the token on the profile
+page used by the ``rl-arena`` client, the guide, the API's front door and the 404 page.
+Screenshots of the key pages go to ``data/screenshots/``.
 
 Chromium is Debian's (``/usr/bin/chromium``), driven by Playwright; ``playwright install`` is never run.
 """
@@ -24,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import models
 
 from core.management.commands.load_example_players import EXAMPLES_DIR, zip_folder
 from core.models import Duel, Rating, Revision
@@ -41,7 +48,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-REDIS_URL = os.environ.get("TEST_WEB_REDIS_URL", "redis://127.0.0.1:6379/14")
+REDIS_URL = (
+    os.environ.get("TEST_WEB_REDIS_URL") or os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/14"
+)
 PIPELINE_TIMEOUT_S = 300
 PASSWORD = "a-Long-pass-phrase-42"
 
@@ -303,6 +312,137 @@ def _journey(browser: Any, live_server: Any, worker: Any, tmp_path: Path) -> Non
     response = intruder.request.get(base + f"/api/revisions/{minimax_id}/logs/")
     assert response.status == 404
     other.close()
+    context.close()
+
+
+def test_first_visit_to_a_rated_agent_with_only_what_the_site_shows(browser, live_server, worker, tmp_path):
+    from django.db import connections
+
+    try:
+        _first_visit(browser, live_server, worker, tmp_path)
+    finally:
+        connections.close_all()
+
+
+def _first_visit(browser: Any, live_server: Any, worker: Any, tmp_path: Path) -> None:
+    import io
+    import json
+
+    from core.management.commands.load_example_players import load_example_players
+    from tests.web import factories
+
+    factories.environment("connect-four")  # the games, as `manage.py sync_environments` makes them
+    load_example_players("demo@example.com", ("random",))  # the demo opponents prepare_dev.sh loads
+    base = live_server.url
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    # A phone first: the home page fits 390 px and its header is one row.
+    phone = browser.new_context(viewport={"width": 390, "height": 844})
+    small = phone.new_page()
+    small.goto(base + "/")
+    assert small.evaluate("document.documentElement.scrollWidth") <= 390
+    assert small.evaluate("document.querySelector('.site-header').getBoundingClientRect().height") < 70
+    _shot(small, "walk-home-390")
+    phone.close()
+
+    # Sign up from the header, as a visitor would.
+    page.goto(base + "/")
+    page.click("header >> text=Sign up")
+    page.fill("#id_email", "newcomer@example.com")
+    page.fill("#id_display_name", "Newcomer")
+    page.fill("#id_password1", PASSWORD)
+    page.fill("#id_password2", PASSWORD)
+    page.click("main form button[type=submit]")
+    page.wait_for_url("**/upload/")
+    assert "at most 50 MB" in page.inner_text("main")
+
+    # The guide is one click away; the game page offers the starter kit.
+    page.click("header >> text=Write an agent")
+    page.wait_for_selector("[data-testid=guide]")
+    page.click("header >> text=Games")
+    page.click("main >> text=Connect Four")
+    page.wait_for_url("**/games/connect-four/")
+    with page.expect_download() as download:
+        page.click("[data-testid=starter-kit]")
+    kit = tmp_path / download.value.suggested_filename
+    download.value.save_as(kit)
+    assert kit.name == "connect-four-starter.zip"
+
+    # Upload it unchanged from the game page's button; watch it get ranked.
+    page.click("main >> text=Upload an agent")
+    page.wait_for_url("**/upload/?environment=connect-four")
+    assert page.input_value("#id_environment") == "connect-four"
+    page.fill("#id_name", "my-first-bot")
+    page.set_input_files("#id_file", str(kit))
+    page.click("main form button[type=submit]")
+    page.wait_for_url("**/revisions/*/")
+    revision_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    _wait_until_ranked(page, worker, "the starter kit")
+    _shot(page, "walk-ranked")
+    revision = Revision.objects.select_related("competitor").get(pk=revision_id)
+
+    # The ladder pairs it with the demo opponent; the duel is rated.
+    duel = _wait_for(
+        lambda: (
+            Duel.objects.filter(state=Duel.State.FINISHED, rated=True)
+            .filter(models.Q(revision_1=revision) | models.Q(revision_2=revision))
+            .first()
+        ),
+        PIPELINE_TIMEOUT_S,
+        "a rated ladder duel of the starter kit",
+    )
+    page.goto(base + f"/competitors/{revision.competitor_id}/")
+    assert "passed" in page.inner_text("[data-testid=smoke-verdict]")
+    assert page.locator("[data-testid=history-row]").count() >= 1
+    page.click(f"[data-testid=duel-history] a[href='/duels/{duel.pk}/']")
+    page.wait_for_url(f"**/duels/{duel.pk}/")
+    seat = 1 if duel.revision_1_id == revision_id else 2
+    change = page.inner_text(f"[data-testid=rating-change-{seat}]")
+    assert "BEFORE" in change.upper() and "#" in change  # mu, sigma, mu - 3 sigma and rank, before/after
+    assert page.inner_text("[data-testid=duel-headline]")
+    _shot(page, "walk-duel")
+
+    # Its first match, from the empty board.
+    page.click("[data-testid=matches] a.btn >> nth=0")
+    page.wait_for_selector("[data-testid=replay-stage]")
+    assert page.locator("[data-testid=replay-stage] .rl-piece").count() == 0
+    assert page.inner_text("[data-testid=replay-caption]").startswith("Initial position")
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("[data-testid=replay-caption]").startswith("Move 1: ")
+    page.keyboard.press("End")
+    assert "Result: " in page.inner_text("[data-testid=replay-caption]")
+    _shot(page, "walk-replay")
+
+    # The API token from the profile page works with the rl-arena client.
+    page.click("header >> text=Newcomer")
+    page.click("[data-testid=rotate-token]")
+    page.click("[data-testid=api-token] summary")
+    token = page.inner_text("[data-testid=api-token-value]").strip()
+    from rl_arena_client import cli
+
+    out = io.StringIO()
+    saved = {k: os.environ.get(k) for k in ("RL_ARENA_SERVER", "RL_ARENA_TOKEN", "RL_ARENA_CONFIG")}
+    os.environ.update(RL_ARENA_SERVER=base, RL_ARENA_TOKEN=token, RL_ARENA_CONFIG=str(tmp_path / "cfg.json"))
+    try:
+        assert cli.main(["status"], out=out) == 0
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    row = next(line for line in out.getvalue().splitlines() if "my-first-bot" in line)
+    assert "v1" in row and "ELIGIBLE" in row
+
+    # The API's front door and the site's own 404.
+    api = json.loads(page.request.get(base + "/api/").text())
+    assert api["duels"].endswith("/api/duels/")
+    page.goto(base + "/no-such-page/")
+    assert "Page not found" in page.inner_text("main")
+    assert errors == [], errors
     context.close()
 
 

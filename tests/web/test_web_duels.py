@@ -53,7 +53,8 @@ def test_the_duel_page_shows_each_sides_rating_and_rank_before_and_after(client,
     early = factories.duel(solid, third, num_matches=2)
     factories.rate_duel(early, {solid: (24.0, 6.0), third: (27.0, 5.0)})  # third ahead: 12.0 vs 6.0
     duel = factories.duel(solid, flaky, num_matches=2)
-    factories.rate_duel(duel, {solid: (30.0, 4.0), flaky: (22.0, 6.0)})  # solid now 18.0, first
+    # flaky's entry is stamped first, solid's a microsecond later: ranks "after" count both.
+    factories.rate_duel(duel, {flaky: (26.0, 6.0), solid: (30.0, 4.0)})  # solid now 18.0, first
     html = client.get(reverse("web:duel", args=[duel.pk])).content.decode()
     table = re.search(r'data-testid="rating-change-1">(.*?)</table>', html, re.S).group(1)
     cells = re.findall(r'<td class="num">(.*?)</td>', table, re.S)
@@ -62,6 +63,8 @@ def test_the_duel_page_shows_each_sides_rating_and_rank_before_and_after(client,
     assert cells[6:] == ["#2", "#1"]  # behind third before, first after
     flaky_table = re.search(r'data-testid="rating-change-2">(.*?)</table>', html, re.S).group(1)
     assert "new" in flaky_table  # flaky had no rating before its first duel
+    # 8.0: behind solid (18.0, not its 6.0 from before) and third (12.0).
+    assert re.findall(r'<td class="num">(#\d+|new)</td>', flaky_table) == ["new", "#3"]
     assert "25.00" in flaky_table  # it started from the initial mu
 
 
