@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
@@ -119,17 +119,57 @@ def _copy_into(row: Rating, state: RatingState) -> None:
         setattr(row, f, getattr(state, f))
 
 
-def _apply_and_store(environment_id: int, records: list[DuelRecord], states: dict, rater: Rater) -> None:
-    """Apply ``records`` in order on ``states``; write Ratings and one RatingHistory per (rating, duel)."""
+_RATING_FIELDS = ("mu", "sigma", "skill", "matches", "wins", "draws", "losses", "errors", "duels")
+_RATING_FIELDS += ("last_played_at", "updated_at")
+
+
+def _save_ratings(rows: list[Rating]) -> None:
+    """Write the rating fields of ``rows`` in one statement per 1,000 rows.
+
+    On PostgreSQL an ``UPDATE ... FROM UNNEST(arrays)``: Django's ``bulk_update`` builds a ``CASE`` per
+    field and row, which costs milliseconds of Python per competitor in a batch. Elsewhere ``bulk_update``.
+    """
+    if connection.vendor != "postgresql":
+        Rating.objects.bulk_update(rows, list(_RATING_FIELDS), batch_size=500)
+        return
+    meta = Rating._meta
+    columns = [meta.get_field(f).column for f in _RATING_FIELDS]
+    types = [meta.get_field(f).db_type(connection).split("(")[0] for f in _RATING_FIELDS]
+    pk_type = meta.pk.rel_db_type(connection)
+    assignments = ", ".join(f'"{c}" = v."{c}"' for c in columns)
+    arrays = ", ".join(f"%s::{t}[]" for t in [pk_type, *types])
+    names = ", ".join(f'"{c}"' for c in ["id", *columns])
+    # Identifiers come from the model's metadata; every value is a bound parameter.
+    sql = (
+        f'UPDATE "{meta.db_table}" AS r SET {assignments} '  # noqa: S608
+        f"FROM UNNEST({arrays}) AS v({names}) WHERE r.id = v.id"
+    )
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), 1000):
+            chunk = rows[start : start + 1000]
+            params = [[r.pk for r in chunk]] + [[getattr(r, f) for r in chunk] for f in _RATING_FIELDS]
+            cursor.execute(sql, params)
+
+
+def _apply_and_store(
+    environment_id: int,
+    records: list[DuelRecord],
+    states: dict,
+    rater: Rater,
+    rows: dict[Hashable, Rating] | None = None,
+) -> None:
+    """Apply ``records`` in order on ``states``; write Ratings and one RatingHistory per (rating, duel).
+    ``rows``: the competitors' Rating rows when the caller already loaded them (else one query)."""
     snapshots: list[tuple[Hashable, Hashable, Skill]] = []
     for record in records:
         if apply_duel(states, record, rater):
             for c in (record.competitor_1, record.competitor_2):
                 snapshots.append((c, record.duel_id, states[c].skill))
-    rows = {
-        r.competitor_id: r
-        for r in Rating.objects.filter(environment_id=environment_id, competitor_id__in=list(states))
-    }
+    if rows is None:
+        rows = {
+            r.competitor_id: r
+            for r in Rating.objects.filter(environment_id=environment_id, competitor_id__in=list(states))
+        }
     missing = [Rating(environment_id=environment_id, competitor_id=c) for c in states if c not in rows]
     for row in Rating.objects.bulk_create(missing):
         rows[row.competitor_id] = row
@@ -137,8 +177,7 @@ def _apply_and_store(environment_id: int, records: list[DuelRecord], states: dic
     for c, state in states.items():
         _copy_into(rows[c], state)
         rows[c].updated_at = now
-    fields = ["mu", "sigma", "skill", "matches", "wins", "draws", "losses", "errors", "duels"]
-    Rating.objects.bulk_update(list(rows.values()), [*fields, "last_played_at", "updated_at"], batch_size=500)
+    _save_ratings([rows[c] for c in states])
     RatingHistory.objects.bulk_create(
         [RatingHistory(rating=rows[c], duel_id=d, mu=s.mu, sigma=s.sigma) for c, d, s in snapshots],
         batch_size=1000,
@@ -152,8 +191,9 @@ def _next_stamp(environment_id: int) -> datetime:
     return now if last is None or now > last else last + timedelta(microseconds=1)
 
 
-def rate_pending_duels(environment_id: int) -> int:
-    """Apply every FINISHED, unrated duel of the environment to its ratings; returns how many were rated.
+def rate_pending_duels(environment_id: int, *, limit: int | None = None) -> int:
+    """Apply the FINISHED, unrated duels of the environment to its ratings (the ``limit`` oldest when
+    given, else all); returns how many were rated.
 
     Runs under the environment's row lock; duels are applied by (finished_at, id) and marked rated in the
     same transaction, so running it twice, or concurrently, rates each duel exactly once.
@@ -161,24 +201,18 @@ def rate_pending_duels(environment_id: int) -> int:
     rater = get_environment_rater()
     with transaction.atomic():
         Environment.objects.select_for_update().only("pk").get(pk=environment_id)
-        duels = list(
-            Duel.objects.filter(environment_id=environment_id, state=Duel.State.FINISHED, rated=False)
-            .order_by("finished_at", "pk")
-            .values(*_DUEL_FIELDS)
-        )
+        pending = Duel.objects.filter(environment_id=environment_id, state=Duel.State.FINISHED, rated=False)
+        duels = list(pending.order_by("finished_at", "pk").values(*_DUEL_FIELDS, "tournament_id")[:limit])
         if not duels:
             return 0
         records = _records(duels)
         competitors = {c for r in records for c in (r.competitor_1, r.competitor_2)}
-        states = {c: _state_of(row) for c, row in _load_states(environment_id, competitors).items()}
-        _apply_and_store(environment_id, records, states, rater)
+        rows = _load_states(environment_id, competitors)
+        states = {c: _state_of(row) for c, row in rows.items()}
+        _apply_and_store(environment_id, records, states, rater, rows)
         stamp = _next_stamp(environment_id)
         Duel.objects.filter(pk__in=[d["pk"] for d in duels]).update(rated=True, rated_at=stamp)
-        tournaments = set(
-            Duel.objects.filter(pk__in=[d["pk"] for d in duels], tournament__isnull=False).values_list(
-                "tournament_id", flat=True
-            )
-        )
+        tournaments = {d["tournament_id"] for d in duels if d["tournament_id"] is not None}
     for tournament_id in sorted(tournaments):
         update_tournament_progress(tournament_id)
     log.info("rated %d duel(s) of environment %s", len(duels), environment_id)

@@ -86,6 +86,31 @@ def test_tau_defaults_to_zero_so_a_draw_between_equals_only_shrinks_sigma():
     assert a.sigma < rater.initial().sigma
 
 
+@pytest.mark.parametrize(("tau", "draw_probability"), [(0.0, 0.10), (0.1, 0.10), (0.25, 0.30), (0.0, 0.02)])
+def test_the_closed_form_update_equals_the_library_factor_graph(tau, draw_probability):
+    import random
+
+    rater = TrueSkillRater(tau=tau, draw_probability=draw_probability)
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(2000):
+        a = Skill(rng.uniform(-10, 60), rng.uniform(0.3, 9))
+        b = Skill(rng.uniform(-10, 60), rng.uniform(0.3, 9))
+        outcome = rng.choice((1.0, 0.5, 0.0))
+        try:
+            want = rater.rate_with_library(a, b, outcome)
+        except FloatingPointError:  # a hopeless mismatch: the closed form refuses it the same way
+            with pytest.raises(FloatingPointError):
+                rater.rate(a, b, outcome)
+            continue
+        got = rater.rate(a, b, outcome)
+        for g, w in zip(got, want, strict=True):
+            assert g.mu == pytest.approx(w.mu, rel=1e-9, abs=1e-9)
+            assert g.sigma == pytest.approx(w.sigma, rel=1e-9, abs=1e-9)
+        compared += 1
+    assert compared > 1500
+
+
 def test_trueskill_match_quality_equals_the_library_value():
     import trueskill
 
