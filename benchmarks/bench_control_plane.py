@@ -57,6 +57,16 @@ MATCHES = 10
 RANDOM_PLAYER = REPO / "example_players" / "random"
 
 
+#: Proposed changes of ``core.actions.record_duel_result`` (not this bench's to make), measurable here by
+#: patching them into the simulated workers; see :func:`apply_experiments`.
+EXPERIMENTS = {
+    "debounced-trigger": "the rating trigger is sent only when the result sets the environment's pending "
+    "mark (cache.add of tournament_manager.rating_runs.pending_key), not after every result",
+    "copy-matches": "Match rows go in with one COPY (JSON encoded by orjson) instead of bulk_create's "
+    "INSERT ... UNNEST, whose array quoting escapes every quote of the states in Python",
+}
+
+
 # --- configuration shared by every process of a run ----------------------------------------------------
 
 
@@ -80,6 +90,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the database (and print its name)")
     p.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
     p.add_argument("--profile", type=Path, help="write cProfile stats of every worker and rater here")
+    p.add_argument(
+        "--experiment",
+        action="append",
+        choices=sorted(EXPERIMENTS),
+        default=[],
+        help="measure a proposed change of the record path (patched into the simulated workers)",
+    )
     p.add_argument("--role", choices=("main", "rater"), default="main", help=argparse.SUPPRESS)
     p.add_argument("--run-id", default="", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -255,6 +272,54 @@ def duel_job(phases: Phases, duel_json_of: Callable[[Any], dict[str, Any]], hear
     )
 
 
+def apply_experiments(names: list[str]) -> None:
+    """Patch the proposed record-path changes ``names`` (keys of :data:`EXPERIMENTS`) into this process."""
+    from django.conf import settings
+    from django.core.cache import cache
+    from django.db import connection, transaction
+
+    import core.actions.duels as duels
+    from core.models import Match
+    from core.queue import send_task
+    from tournament_manager.rating_runs import TTL_S, pending_key
+
+    if "debounced-trigger" in names:
+        original = duels.enqueue_on_commit
+
+        def enqueue_on_commit(task: Any, *args: Any, **kw: Any) -> None:
+            if task != settings.RATING_TASK_NAME:
+                return original(task, *args, **kw)
+
+            def send() -> None:
+                if cache.add(pending_key(args[0]), 1, timeout=TTL_S):
+                    send_task(task, *args)
+
+            transaction.on_commit(send)
+
+        duels.enqueue_on_commit = enqueue_on_commit
+    if "copy-matches" in names:
+        import orjson
+
+        columns = [f.column for f in Match._meta.concrete_fields if not f.primary_key]
+        attnames = [f.attname for f in Match._meta.concrete_fields if not f.primary_key]
+        json_fields = {f.attname for f in Match._meta.concrete_fields if f.get_internal_type() == "JSONField"}
+        sql = f'COPY "{Match._meta.db_table}" ({", ".join(columns)}) FROM STDIN'
+
+        def bulk_create(rows: list[Any], *a: Any, **kw: Any) -> list[Any]:
+            connection.ensure_connection()
+            with connection.connection.cursor() as cursor, cursor.copy(sql) as copy:
+                for row in rows:
+                    copy.write_row(
+                        [
+                            orjson.dumps(getattr(row, a)).decode() if a in json_fields else getattr(row, a)
+                            for a in attnames
+                        ]
+                    )
+            return rows
+
+        Match.objects.bulk_create = bulk_create  # type: ignore[method-assign]
+
+
 def worker_main(
     args: argparse.Namespace, run_id: str, env: dict[str, str], pool_file: str, start: Any, out: Any
 ) -> None:
@@ -266,6 +331,7 @@ def worker_main(
     import core.queue
     from core.jobs.runner import run_job
 
+    apply_experiments(args.experiment)
     pools: dict[str, dict[str, list]] = json.loads(Path(pool_file).read_text())
     phases = Phases()
     phases.wrap(core.queue, "send_task", "record: rating hint to the broker")
@@ -557,10 +623,10 @@ def _processes() -> Iterator[tuple[int, int, str, float]]:
         yield int(pid), int(fields[1]), head.partition("(")[2], cpu
 
 
-def cpu_seconds(rater_pid: int) -> tuple[float, float]:
-    """CPU seconds so far of (every PostgreSQL process, the rater's process tree). PostgreSQL is a shared
-    server here: its figure includes other databases' activity; the bench prints deltas over its window.
-    Children that exited are not counted (the rater's prefork children live as long as it does)."""
+def cpu_seconds(rater_pid: int) -> tuple[float, float, float]:
+    """CPU seconds so far of (every PostgreSQL process, the rater's process tree, the rater's main process
+    alone). PostgreSQL is a shared server here: its figure includes other databases' activity; the bench
+    prints deltas over its window."""
     procs = list(_processes())
     parent = {pid: ppid for pid, ppid, _, _ in procs}
 
@@ -573,7 +639,8 @@ def cpu_seconds(rater_pid: int) -> tuple[float, float]:
 
     pg = sum(cpu for _, _, name, cpu in procs if name.startswith("postgres"))
     rater = sum(cpu for pid, _, _, cpu in procs if in_tree(pid))
-    return pg, rater
+    main = sum(cpu for pid, _, _, cpu in procs if pid == rater_pid)
+    return pg, rater, main
 
 
 def machine_busy_seconds() -> tuple[float, float]:
@@ -693,7 +760,8 @@ def main() -> int:
         f"config: {args.duels} ten-match duels, {args.workers} worker processes, {args.raters} rater "
         f"processes (Celery prefork), {args.games} game(s) x {args.competitors} competitors, "
         f"error share {args.error_share}, {args.heartbeats} heartbeat(s)/duel, tie-fit delay "
-        f"{args.tie_fit_delay} s, DATABASE_CONN_MAX_AGE={args.conn_max_age}, db {args.db}, "
+        f"{args.tie_fit_delay} s, DATABASE_CONN_MAX_AGE={args.conn_max_age}, "
+        f"experiments: {', '.join(args.experiment) or 'none'}, db {args.db}, "
         f"redis {args.redis}, {os.cpu_count()} cores",
         flush=True,
     )
@@ -745,7 +813,7 @@ def main() -> int:
             time.sleep(0.1)
         time.sleep(2.0)  # let the spawned workers finish importing Django
         print(f"setup {time.perf_counter() - t_setup:.1f} s; measuring...", flush=True)
-        (pg0, rater0), (busy0, all0) = cpu_seconds(rater.pid), machine_busy_seconds()
+        (pg0, rater0, main0), (busy0, all0) = cpu_seconds(rater.pid), machine_busy_seconds()
         t0 = time.perf_counter()
         start.set()
 
@@ -756,12 +824,13 @@ def main() -> int:
             return "" if rater.poll() is None else f"the rating worker exited ({rater.returncode})"
 
         recorded_s, rated_s = wait_rated(len(duels), t0, args.timeout, healthy)
-        (pg1, rater1), (busy1, all1) = cpu_seconds(rater.pid), machine_busy_seconds()
+        (pg1, rater1, main1), (busy1, all1) = cpu_seconds(rater.pid), machine_busy_seconds()
         load = os.getloadavg()
         workers = [out.get(timeout=60) for p in procs if p.exitcode in (None, 0)]
         for p in procs:
             p.join(timeout=30)
         rater_phases, counters = read_rater_stats(r, run_id)
+        counters["rater_main_cpu_s"] = main1 - main0
         code, rate = report(
             args, duels, workers, rater_phases, counters, rater1 - rater0, recorded_s, rated_s, load,
             pg1 - pg0, busy1 - busy0, all1 - all0,
@@ -828,7 +897,7 @@ def report(
     print(
         f"rating tasks: {tasks} run for {n} hints; {int(counters.get('batches', 0))} rated a batch "
         f"(mean {counters.get('rated', 0) / max(counters.get('batches', 1), 1):.1f} duels), "
-        f"{int(counters.get('empty', 0))} found nothing left to rate"
+        f"{int(counters.get('empty', 0))} rated nothing (a run in progress took their duels, or none left)"
     )
     print()
     for line in phase_table(
@@ -855,7 +924,11 @@ def report(
         f"of this shared server: {per * pg_cpu:.2f}"
     )
     print(f"    simulated workers (Python, on worker machines in production): {per * worker_cpu:6.2f}")
-    print(f"    rating Celery worker (process tree): {per * rater_cpu:6.2f}")
+    main = counters.get("rater_main_cpu_s", 0.0)
+    print(
+        f"    rating Celery worker (process tree): {per * rater_cpu:6.2f} (main process, taking messages "
+        f"from Redis: {per * main:.2f}; pool processes running the tasks: {per * (rater_cpu - main):.2f})"
+    )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in load)}")
     print(f"exactly once: {'ok' if not problems else 'FAILED: ' + '; '.join(problems)} ({json.dumps(v)})")
     rate = n / rated_s if rated_s and not problems else 0.0
