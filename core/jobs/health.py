@@ -27,6 +27,9 @@ from django.db.models.functions import Now
 
 log = logging.getLogger(__name__)
 
+#: Failed probes in a row before a worker stops consuming its queues.
+UNHEALTHY_AFTER = 2
+
 _cache: dict[str, tuple[float, str | None]] = {}
 _cache_lock = threading.Lock()
 
@@ -92,6 +95,7 @@ class WorkerMonitor:
         self.name = consumer.hostname
         self.queues = sorted(consumer.app.amqp.queues.consume_from or consumer.app.amqp.queues)
         self.healthy = True
+        self.failed_probes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="worker-monitor", daemon=True)
 
@@ -128,9 +132,12 @@ class WorkerMonitor:
             apply()
 
     def check(self) -> None:
-        """One round: probe, change consumption on a transition, report, flush the spool."""
+        """One round: probe, change consumption on a transition, report, flush the spool. It takes
+        ``UNHEALTHY_AFTER`` failed probes in a row to stop consuming (one slow answer on a loaded machine
+        is not an outage) and one good probe to resume."""
         problem = probe_now()
-        healthy = problem is None
+        self.failed_probes = self.failed_probes + 1 if problem is not None else 0
+        healthy = self.failed_probes < UNHEALTHY_AFTER
         if healthy != self.healthy:
             self.healthy = healthy
             if healthy:

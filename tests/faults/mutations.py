@@ -38,8 +38,8 @@ MUTATIONS = [
     Mutation(
         "fencing",
         "core/actions/jobs.py",
-        ".filter(pk=claim.job_id, generation=claim.generation)",
-        ".filter(pk=claim.job_id)",
+        ".filter(pk=claim.job_id, generation=claim.generation)\n        .filter(_state_q(model, *states))",
+        ".filter(pk=claim.job_id)\n        .filter(_state_q(model, *states))",
         "tests/faults/test_fencing_and_time.py::test_a_worker_that_lost_its_lease_cannot_record_the_duel_another_worker_holds",
     ),
     Mutation(
@@ -156,6 +156,8 @@ def run_test(folder: Path, test: str) -> bool:
         capture_output=True,
         text=True,
     )
+    if done.returncode != 0:
+        print("\n".join((done.stdout + done.stderr).splitlines()[-25:]), flush=True)
     return done.returncode == 0
 
 
@@ -172,6 +174,7 @@ def check(mutation: Mutation) -> bool:
             print(f"{mutation.name}: the line to mutate is not found exactly once in {mutation.path}")
             return False
         path.write_text(text.replace(mutation.before, mutation.after))
+        print(f"{mutation.name}: mutated, its test must fail now:", flush=True)
         caught = not run_test(folder, mutation.test)
         print(f"{mutation.name}: {'caught' if caught else 'NOT CAUGHT'} ({mutation.path})", flush=True)
         return caught

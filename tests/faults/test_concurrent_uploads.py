@@ -19,6 +19,9 @@ USERS, COMPETITORS_PER_USER, UPLOADS_PER_COMPETITOR = 10, 2, 2
 
 def test_40_concurrent_uploads_are_each_built_and_tested_exactly_once(start_worker, environments, make_user):
     users = [make_user() for _ in range(USERS)]
+    for user in users:  # the competitors exist: every upload races for its competitor's next version
+        for c in range(COMPETITORS_PER_USER):
+            Competitor.objects.create(owner=user, environment=environments["tic-tac-toe"], name=f"bot-{c}")
     data = zip_player("random")
     jobs = [
         (user, f"bot-{c}")

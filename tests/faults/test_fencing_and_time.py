@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from core.models import Duel, Match
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 DELIBERATE = Path(__file__).resolve().parents[1] / "agents" / "deliberate"
+DUEL_TASK_OUTCOME = re.compile(r"duel_runner\.run_duel\[[^\]]+\] succeeded in [\d.]+s: '(\w+)'")
 FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 
 

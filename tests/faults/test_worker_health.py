@@ -102,13 +102,30 @@ def test_an_engine_lost_mid_job_does_not_count_against_the_duel(
     assert (row["state"], row["attempts"], row["generation"]) == ("FINISHED", 1, 2), row
 
 
+def test_a_lost_agent_image_is_rebuilt_from_its_zip_while_the_duel_waits(start_worker, docker_players):
+    a, b = docker_players
+    missing = f"rl-arena-agent:missing-{uuid.uuid4().hex[:8]}"
+    type(b).objects.filter(pk=b.pk).update(agent_ref=missing)  # its image is gone from every engine
+    start_worker(SANDBOX="docker", MAX_ATTEMPTS="1", RETRY_BACKOFF_SECONDS="0.5")
+    duel = schedule_duel(a, b, num_matches=2)
+    wait_for(lambda: duel_row(duel.pk)["state"] in ("FINISHED", "FAILED"), 120, "the duel to be played")
+    row = duel_row(duel.pk)
+    assert (row["state"], row["attempts"]) == ("FINISHED", 1), row  # waiting cost no attempt
+    assert "is being rebuilt from its zip" in row["failure_reason"]
+    b.refresh_from_db()
+    assert b.state == "ELIGIBLE" and b.agent_ref != missing
+    rebuild = b.builds.order_by("-pk").first()
+    assert rebuild.state == "SUCCEEDED" and rebuild.failure_reason.startswith("rebuild: ")
+
+
 def test_a_fault_that_follows_a_duel_fails_it_after_backoff_and_it_is_retried_once_cleared(
     start_worker, docker_players
 ):
     missing = f"rl-arena-agent:missing-{uuid.uuid4().hex[:8]}"
     a, b = docker_players
     real_image = a.agent_ref
-    type(a).objects.filter(pk=b.pk).update(agent_ref=missing)  # an image no engine has
+    # An image no engine has, of a revision with no zip to rebuild it from: nothing the platform can repair.
+    type(b).objects.filter(pk=b.pk).update(agent_ref=missing, zip_path="")
     start_worker(
         SANDBOX="docker",
         MAX_ATTEMPTS="2",
@@ -117,15 +134,8 @@ def test_a_fault_that_follows_a_duel_fails_it_after_backoff_and_it_is_retried_on
         FAILED_RETRY_ROUNDS="1",
     )
     duel = schedule_duel(a, b, num_matches=2)
-    backing_off = wait_for(
-        lambda: Duel.objects.filter(
-            pk=duel.pk, state="QUEUED", attempts=1, not_before__isnull=False
-        ).exists(),
-        60,
-        "the duel to back off after its first failure",
-        interval=0.05,
-    )
-    assert backing_off
+    backing_off = Duel.objects.filter(pk=duel.pk, state="QUEUED", attempts=1, not_before__isnull=False)
+    wait_for(backing_off.exists, 60, "the duel to back off after its first failure", interval=0.05)
     wait_for(lambda: duel_row(duel.pk)["state"] == "FAILED", 120, "the duel to fail on a healthy worker")
     row = duel_row(duel.pk)
     assert row["attempts"] == 2 and "not counted" not in row["failure_reason"], row
