@@ -276,3 +276,21 @@ def test_the_competitor_page_pages_and_filters_its_history(browser: Any, site: d
     assert "won" in rows.first.inner_text() and "(4 by errors)" in rows.first.inner_text()
     _shot(page, "competitor-history-filtered-390")
     context.close()
+
+
+def test_the_api_can_be_browsed_and_tried_in_the_browser(browser: Any, site: dict[str, Any]) -> None:
+    context = _context(browser, DESKTOP)
+    page = context.new_page()
+    _log_in(page, site["base"])
+    page.goto(site["base"] + "/api-docs/")
+    page.click("[data-testid=browse-api]")
+    page.wait_for_url("**/api/")
+    assert page.locator("a.navbar-brand", has_text="RL Arena").count() == 1
+    assert "/api/duels/{id}/replays/" in page.inner_text("body")
+    _shot(page, "api-root")
+    page.goto(site["base"] + "/api/environments/")
+    assert "connect-four" in page.inner_text("body")
+    page.goto(site["base"] + "/api/revisions/")
+    assert page.locator("form").count() >= 1  # a form to upload a revision, signed in by the session
+    _shot(page, "api-revisions")
+    context.close()

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from core.actions import ActionError
 from core.actions.challenge import ChallengeLimitError, issue_challenge
 from core.models import Duel
+from web.api.renderers import RENDERERS
 from web.api.serializers import DuelSerializer
 
 
@@ -24,6 +25,8 @@ class ChallengeRequestSerializer(serializers.Serializer):
 class Challenges(APIView):
     """Queue a challenge: 201 with the duel; 400 with ``detail`` when refused; 429 past the daily limit."""
 
+    renderer_classes = RENDERERS
+    name = "Challenges"
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(request=ChallengeRequestSerializer, responses={201: DuelSerializer})

@@ -24,6 +24,7 @@ from core import actions
 from core.models import Competitor, Duel, Environment, Match, Revision
 from web import account_actions, queries, ratelimit
 from web.api import serializers as s
+from web.api.renderers import RENDERERS
 from web.logtext import scrub_paths
 from web.progress import smoke_verdict
 from web.views.pages import match_queryset, replay_data
@@ -38,6 +39,8 @@ class ApiRoot(APIView):
     API: forms for POST, your session for authentication); programs send ``Authorization: Token ...``.
     """
 
+    renderer_classes = RENDERERS
+    name = "RL Arena API"
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(responses=s.ApiRootSerializer)
@@ -78,6 +81,8 @@ class ApiRoot(APIView):
 class EnvironmentList(generics.ListAPIView):
     """The active games."""
 
+    renderer_classes = RENDERERS
+    name = "Games"
     serializer_class = s.EnvironmentSerializer
     pagination_class = None
     queryset = Environment.objects.filter(is_active=True).order_by("name")
@@ -86,6 +91,8 @@ class EnvironmentList(generics.ListAPIView):
 class EnvironmentDetail(generics.RetrieveAPIView):
     """One game, with its Markdown rules."""
 
+    renderer_classes = RENDERERS
+    name = "Game"
     serializer_class = s.EnvironmentSerializer
     lookup_field = "slug"
     queryset = Environment.objects.filter(is_active=True)
@@ -93,6 +100,9 @@ class EnvironmentDetail(generics.RetrieveAPIView):
 
 class Leaderboard(APIView):
     """A game's ranked competitors, best mu - 3 sigma first; cached per ratings version."""
+
+    renderer_classes = RENDERERS
+    name = "Leaderboard"
 
     @extend_schema(responses=s.LeaderboardEntrySerializer(many=True))
     def get(self, request: Request, slug: str) -> HttpResponse:
@@ -125,6 +135,8 @@ def _competitors() -> QuerySet[Competitor]:
 class CompetitorList(generics.ListAPIView):
     """Competitors, newest first."""
 
+    renderer_classes = RENDERERS
+    name = "Competitors"
     serializer_class = s.CompetitorSerializer
 
     def get_queryset(self) -> QuerySet[Competitor]:
@@ -143,6 +155,8 @@ class CompetitorList(generics.ListAPIView):
 class CompetitorDetail(generics.RetrieveAPIView):
     """One competitor."""
 
+    renderer_classes = RENDERERS
+    name = "Competitor"
     serializer_class = s.CompetitorSerializer
     queryset = _competitors()
 
@@ -154,6 +168,8 @@ def _revisions() -> QuerySet[Revision]:
 class RevisionListCreate(generics.ListAPIView):
     """The caller's revisions (GET), or upload a new one (POST, multipart)."""
 
+    renderer_classes = RENDERERS
+    name = "Your revisions (POST: upload one)"
     serializer_class = s.RevisionSerializer
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser, JSONParser]
@@ -164,6 +180,10 @@ class RevisionListCreate(generics.ListAPIView):
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """The caller's revisions, newest first."""
         return super().get(request, *args, **kwargs)
+
+    def get_serializer_class(self) -> type:
+        """The upload's fields for POST (and the browsable API's form), the revision's for GET."""
+        return s.RevisionUploadSerializer if self.request.method == "POST" else s.RevisionSerializer
 
     def get_queryset(self) -> QuerySet[Revision]:
         """Only the caller's own revisions, newest first (optionally of one competitor)."""
@@ -199,12 +219,17 @@ class RevisionListCreate(generics.ListAPIView):
 class RevisionDetail(generics.RetrieveAPIView):
     """A revision's state (poll it to follow the build and smoke test)."""
 
+    renderer_classes = RENDERERS
+    name = "Revision"
     serializer_class = s.RevisionSerializer
     queryset = _revisions()
 
 
 class RevisionLogs(APIView):
     """Build and smoke-test logs of a revision: owner and staff only (others get 404)."""
+
+    renderer_classes = RENDERERS
+    name = "Revision logs"
 
     @extend_schema(responses=s.RevisionLogsSerializer)
     def get(self, request: Request, pk: int) -> Response:
@@ -253,6 +278,8 @@ def _duels() -> QuerySet[Duel]:
 class DuelList(generics.ListAPIView):
     """Duels, newest first; with ``competitor``, its history (filters as on its page)."""
 
+    renderer_classes = RENDERERS
+    name = "Duels"
     serializer_class = s.DuelSerializer
 
     def get_queryset(self) -> QuerySet[Duel]:
@@ -281,6 +308,8 @@ class DuelList(generics.ListAPIView):
 class DuelDetail(generics.RetrieveAPIView):
     """A duel with its matches (without states: see the replay endpoint)."""
 
+    renderer_classes = RENDERERS
+    name = "Duel"
     serializer_class = s.DuelDetailSerializer
 
     def get_queryset(self) -> QuerySet[Duel]:
@@ -292,6 +321,9 @@ class DuelDetail(generics.RetrieveAPIView):
 class DuelReplays(APIView):
     """A duel with every match's replay (states, actions, moves, move times), in one request; each
     player's log (its stderr) for that player's owner and staff. What ``rl-arena download`` stores."""
+
+    renderer_classes = RENDERERS
+    name = "Duel with replays"
 
     @extend_schema(responses=s.DuelReplaysSerializer)
     def get(self, request: Request, pk: int) -> Response:
@@ -317,6 +349,9 @@ class DuelReplays(APIView):
 class MatchReplay(APIView):
     """A match's replay: the states after each step, the actions and the move times."""
 
+    renderer_classes = RENDERERS
+    name = "Match replay"
+
     @extend_schema(responses=s.ReplaySerializer)
     def get(self, request: Request, pk: int) -> Response:
         """One query."""
@@ -327,6 +362,8 @@ class MatchReplay(APIView):
 class ObtainToken(APIView):
     """Exchange e-mail and password for an API token (rate-limited like the login page)."""
 
+    renderer_classes = RENDERERS
+    name = "API token"
     permission_classes = [permissions.AllowAny]
     authentication_classes: list = []
 
