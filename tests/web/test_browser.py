@@ -358,6 +358,11 @@ def _first_visit(browser: Any, live_server: Any, worker: Any, tmp_path: Path) ->
     page.click("main form button[type=submit]")
     page.wait_for_url("**/upload/")
     assert "at most 50 MB" in page.inner_text("main")
+    too_big = tmp_path / "weights-and-all.zip"
+    with too_big.open("wb") as fh:
+        fh.truncate(51 * 1024 * 1024)
+    page.set_input_files("#id_file", str(too_big))
+    assert "the limit is 50 MB" in page.inner_text("[data-testid=upload-size-error]")  # before sending
 
     # The guide is one click away; the game page offers the starter kit.
     page.click("header >> text=Write an agent")
