@@ -54,8 +54,9 @@ export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rl_a
 .venv/bin/pytest "$@"
 
 if [ $# -eq 0 ]; then
-  step "pytest: the platform core again on the embedded defaults (SQLite, filesystem broker)"
+  step "pytest: the platform core and its fault tests again on the embedded defaults (SQLite, filesystem broker)"
   sqlite_data=$(mktemp -d)
   trap 'rm -rf "$sqlite_data"' EXIT
-  env -u DATABASE_URL DATA_DIR="$sqlite_data" .venv/bin/pytest tests/core
+  env -u DATABASE_URL DATA_DIR="$sqlite_data" .venv/bin/pytest tests/core \
+    tests/faults/test_killed_worker.py tests/faults/test_duplicate_delivery.py tests/faults/test_lost_messages.py
 fi

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.actions.jobs import Claim, claim_job, fail_job, lock_claimed
+from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed
 from core.actions.notifications import notify_revision_failed
 from core.models import Build, Revision, SmokeTest
 from core.queue import enqueue_on_commit
@@ -40,11 +40,11 @@ def finish_build(
     its smoke test is queued; on failure it is BUILD_FAILED with ``error`` for its owner. Returns
     ``False`` (and changes nothing) if the build already has an outcome or ``claim`` lost it to another
     worker (fencing)."""
-    now = timezone.now()
     with transaction.atomic():
         build = lock_claimed(Build, claim)
         if build is None:
             return False
+        now = database_time()
         build.state = Build.State.SUCCEEDED if ok else Build.State.FAILED
         build.agent_ref = agent_ref if ok else ""
         build.log = _tail(log, settings.BUILD_LOG_MAX_CHARS)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
-from core.actions.jobs import Claim, claim_job, fail_job, lock_claimed, requeue_failed_job
+from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed, requeue_failed_job
 from core.models import Duel, Match, Revision, Tournament
 from core.queue import enqueue_on_commit
 
@@ -93,13 +93,13 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
     claimed it since (a newer generation); Match rows are unique per (duel, index)."""
     if duel_json.get("result") not in _RESULTS:
         raise ValueError(f"duel {claim.job_id}: bad result {duel_json.get('result')!r}")
-    now = timezone.now()
     log_cap = settings.PLAYER_LOG_MAX_CHARS
     with transaction.atomic():
         duel = lock_claimed(Duel, claim, states=_ACCEPTS_RESULT)
         if duel is None:
             return False
         was_failed = duel.state == Duel.State.FAILED
+        now = database_time()
         matches = [_match_row(duel, i, m) for i, m in enumerate(duel_json.get("matches") or [])]
         duel.state = Duel.State.FINISHED
         duel.result = duel_json["result"]

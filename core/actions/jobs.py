@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import DurationField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -63,6 +63,16 @@ def worker_name() -> str:
 def db_now() -> Any:
     """The database's clock, as an expression: the only "now" that leases, heartbeats and backoff use."""
     return Now()
+
+
+def database_time() -> datetime:
+    """The database's current time as a value, for timestamps stored in rows that database-time
+    comparisons read later (``finished_at``); the comparisons themselves use :func:`db_now`."""
+    if connection.vendor != "postgresql":  # SQLite has no clock of its own: it is this process's
+        return timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT CURRENT_TIMESTAMP")
+        return cursor.fetchone()[0]
 
 
 def db_in(seconds: float) -> Any:
@@ -234,6 +244,9 @@ def fail_job(
         job = lock_claimed(model, claim) if claim is not None else lock_expired(model, job_id)
         if job is None:
             return False
+        if claim is None:  # the reaper: leave a worker that was only cut off two heartbeats to take it back
+            floor = 2 * settings.HEARTBEAT_SECONDS
+            delay_s = max(floor, backoff_seconds(max(1, job.attempts)) if delay_s is None else delay_s)
         if not release_locked_job(job, reason, retry=retry, counted=counted, delay_s=delay_s) and on_failed:
             on_failed(job)
     return True

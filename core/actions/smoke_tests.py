@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actions.competitors import resume_after_new_revision
-from core.actions.jobs import Claim, claim_job, fail_job, lock_claimed
+from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed
 from core.actions.notifications import notify_revision_failed
 from core.models import Competitor, Revision, SmokeTest
 
@@ -36,11 +36,11 @@ def finish_smoke_test(
     revision (if newer); public revisions are marked for publishing. Failed: TEST_FAILED with ``reason``
     and ``log`` shown to the owner. ``False`` if the smoke test already had a verdict or ``claim`` lost
     it to another worker (fencing)."""
-    now = timezone.now()
     with transaction.atomic():
         smoke = lock_claimed(SmokeTest, claim)
         if smoke is None:
             return False
+        now = database_time()
         smoke.state = SmokeTest.State.SUCCEEDED
         smoke.passed = passed
         smoke.reason = reason

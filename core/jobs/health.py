@@ -106,7 +106,8 @@ class WorkerMonitor:
         self._stop.set()
         self._thread.join(timeout=5)
         try:
-            report(self.name, healthy=self.healthy, problem="", queues=self.queues, stopped=True)
+            problem = "" if self.healthy else (current_problem() or "")
+            report(self.name, healthy=self.healthy, problem=problem, queues=self.queues, stopped=True)
         except DatabaseError:
             pass
         finally:

@@ -51,45 +51,6 @@ def test_duel_between_minimax_and_random_is_played_and_recorded(eligible, enviro
     assert duel.player_1_wins > duel.player_2_wins
 
 
-def test_a_task_delivered_after_its_duel_finished_does_nothing(eligible):
-    from core.actions import schedule_duel
-
-    duel = schedule_duel(eligible("random", name="a"), eligible("random", name="b"), num_matches=2)
-    run_duel(duel.pk)
-    finished_at = Duel.objects.get(pk=duel.pk).finished_at
-    assert run_duel(duel.pk) == "not claimed"
-    assert Duel.objects.get(pk=duel.pk).finished_at == finished_at
-    assert Match.objects.filter(duel=duel).count() == 2
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_same_duel_delivered_twice_at_once_is_played_once(eligible):
-    from django.db import connection
-
-    from core.actions import schedule_duel
-
-    duel = schedule_duel(eligible("random", name="a"), eligible("random", name="b"), num_matches=2)
-    barrier = threading.Barrier(2)
-    outcomes = []
-
-    def deliver():
-        try:
-            barrier.wait()
-            outcomes.append(run_duel(duel.pk))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=deliver) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(outcomes) == ["not claimed", "recorded"]
-    duel.refresh_from_db()
-    assert (duel.state, duel.attempts) == ("FINISHED", 1)
-    assert Match.objects.filter(duel=duel).count() == 2
-
-
 @pytest.mark.django_db(transaction=True)
 def test_result_is_saved_after_the_database_connection_is_lost(eligible, monkeypatch):
     """The first save hits a connection Postgres has just terminated; the task reconnects and retries."""

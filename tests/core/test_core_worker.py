@@ -8,7 +8,7 @@ import pytest
 from core_testlib import wait_for, zip_player
 
 from core.actions import schedule_duel, submit_revision
-from core.models import Build, Duel, Match, Rating, Revision, SmokeTest
+from core.models import Build, Duel, Rating, Revision, SmokeTest
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 MATCHES = 60  # tic-tac-toe minimax self-play: a few seconds
@@ -51,38 +51,3 @@ def test_uploads_are_built_smoke_tested_and_dueled_by_a_worker(start_worker, env
     wait_for(lambda: Duel.objects.get(pk=duel.pk).rated, 60, "the duel to be rated")
     assert Rating.objects.filter(competitor__in=[minimax.competitor, rand.competitor]).count() == 2
     assert "Traceback" not in worker.log()
-
-
-def test_a_duel_interrupted_by_a_killed_worker_is_rerun_after_its_lease_expires(
-    start_worker, eligible, settings
-):
-    # Deliberate players (10 ms a move): the 60-match duel lasts ~5 s however fast the machine, so the
-    # kill below always lands mid-duel.
-    a, b = eligible(str(DELIBERATE), name="a"), eligible(str(DELIBERATE), name="b")
-    first = start_worker()
-    duel = schedule_duel(a, b, num_matches=MATCHES)
-    wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "RUNNING", 60, "the duel to start", interval=0.05)
-    time.sleep(0.3)  # mid-duel
-    first.kill()  # SIGKILL to the worker, its children and the agents
-    first.proc.wait(timeout=10)
-    assert Duel.objects.get(pk=duel.pk).state == "RUNNING"  # nobody told the database
-
-    start_worker()
-    wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "FINISHED", 180, "the duel to be re-run")
-    duel.refresh_from_db()
-    assert duel.attempts == 2
-    assert "no heartbeat for a lease" in duel.failure_reason
-    assert Match.objects.filter(duel=duel).count() == MATCHES
-    assert duel.player_1_errors == duel.player_2_errors == duel.other_errors == 0  # players not charged
-
-
-def test_work_queued_before_the_broker_was_wiped_is_recovered_from_the_database(
-    start_worker, broker, environments, make_user
-):
-    revision = submit_revision(make_user(), "tic-tac-toe", "bot", zip_player("random"))
-    broker.wipe()  # Redis FLUSHDB (or the filesystem queue emptied): the build's message is gone
-    start_worker()
-    wait_eligible(revision)
-    build = Build.objects.get(revision=revision)
-    assert (build.state, build.attempts) == ("SUCCEEDED", 1)
-    assert SmokeTest.objects.filter(revision=revision).count() == 1

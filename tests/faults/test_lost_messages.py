@@ -14,11 +14,18 @@ from datetime import timedelta
 
 import pytest
 import redis
-from core_testlib import REDIS_TEST_URL, is_postgres, use_broker, wait_for
+from core_testlib import REDIS_TEST_URL, is_postgres, use_broker, wait_for, zip_player
 from django.utils import timezone
 
-from core.actions import Claim, claim_duel, record_duel_result, resend_stale_hints, schedule_duel
-from core.models import Duel
+from core.actions import (
+    Claim,
+    claim_duel,
+    record_duel_result,
+    resend_stale_hints,
+    schedule_duel,
+    submit_revision,
+)
+from core.models import Build, Duel, Revision, SmokeTest
 from core.queue import send_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
@@ -86,3 +93,17 @@ def test_a_lost_hint_is_resent_while_the_broker_queue_is_long(broker, make_revis
     assert len(bodies) == 21
     args = [json.loads(base64.b64decode(b["body"]))[0] for b in bodies]
     assert [duel.pk] in args
+
+
+def test_work_queued_before_the_broker_was_wiped_is_recovered_from_the_database(
+    start_worker, broker, environments, make_user
+):
+    revision = submit_revision(make_user(), "tic-tac-toe", "bot", zip_player("random"))
+    broker.wipe()  # Redis FLUSHDB (or the filesystem queue emptied): the build's message is gone
+    start_worker()
+    wait_for(
+        lambda: Revision.objects.get(pk=revision.pk).state == "ELIGIBLE", 120, "the build and smoke test"
+    )
+    build = Build.objects.get(revision=revision)
+    assert (build.state, build.attempts) == ("SUCCEEDED", 1)
+    assert SmokeTest.objects.filter(revision=revision).count() == 1
