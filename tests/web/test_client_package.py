@@ -9,6 +9,7 @@ the first run).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,18 @@ def _has_module(bin_dir: Path, name: str) -> bool:
     return run.returncode == 0
 
 
-def test_pip_install_client_gives_a_working_rl_arena_without_the_server(tmp_path):
+@pytest.fixture
+def clean_client_folder():
+    """pip builds a local folder in place: remove what the build leaves in ``client/`` afterwards."""
+    leftovers = [REPO / "client" / "build", REPO / "client" / "rl_arena_client.egg-info"]
+    existed = {path for path in leftovers if path.exists()}
+    yield
+    for path in leftovers:
+        if path not in existed:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def test_pip_install_client_gives_a_working_rl_arena_without_the_server(tmp_path, clean_client_folder):
     bin_dir = _venv(tmp_path / "venv")
     _pip_install(bin_dir, str(REPO / "client"))
     for server_part in ("django", "celery", "psycopg", "redis", "rest_framework", "core", "web"):
