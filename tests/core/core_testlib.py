@@ -174,3 +174,34 @@ def worker_database_url() -> str:
         auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
         return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
     return "sqlite:///" + str(Path(s["NAME"]).resolve())
+
+
+def duel_json(n: int = 2, result: str = "PLAYER_1_WIN") -> dict[str, Any]:
+    """A finished duel JSON (rl-arena format): player 1 wins ``n`` matches."""
+    match = {
+        "result": "PLAYER_1_WIN",
+        "error_msg": "",
+        "error_kind": "",
+        "player_1_score": 1.0,
+        "player_2_score": 0.0,
+        "first_player": "PLAYER_1",
+        "states": [{"board": [0] * 9}],
+        "actions": [4],
+        "move_times": [0.001],
+    }
+    return {
+        "result": result,
+        "error_msg": "",
+        "num_matches": n,
+        "player_1_errors": 0,
+        "player_2_errors": 0,
+        "other_errors": 0,
+        "player_1_wins": n,
+        "player_2_wins": 0,
+        "draws": 0,
+        "player_1_score": float(n),
+        "player_2_score": 0.0,
+        "matches": [dict(match) for _ in range(n)],
+        "player_1_log": "p1 log",
+        "player_2_log": "p2 log",
+    }

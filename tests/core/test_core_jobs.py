@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from core_testlib import duel_json
 from django.utils import timezone
 
 from core.actions import (
@@ -23,36 +24,6 @@ from core.actions import (
 )
 from core.actions.jobs import db_in
 from core.models import Build, Duel, Match, Revision, SmokeTest
-
-
-def duel_json(n=2, result="PLAYER_1_WIN"):
-    match = {
-        "result": "PLAYER_1_WIN",
-        "error_msg": "",
-        "error_kind": "",
-        "player_1_score": 1.0,
-        "player_2_score": 0.0,
-        "first_player": "PLAYER_1",
-        "states": [{"board": [0] * 9}],
-        "actions": [4],
-        "move_times": [0.001],
-    }
-    return {
-        "result": result,
-        "error_msg": "",
-        "num_matches": n,
-        "player_1_errors": 0,
-        "player_2_errors": 0,
-        "other_errors": 0,
-        "player_1_wins": n,
-        "player_2_wins": 0,
-        "draws": 0,
-        "player_1_score": float(n),
-        "player_2_score": 0.0,
-        "matches": [dict(match) for _ in range(n)],
-        "player_1_log": "p1 log",
-        "player_2_log": "p2 log",
-    }
 
 
 @pytest.fixture

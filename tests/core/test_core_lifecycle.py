@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from core_testlib import Hint, drain_hints
+from core_testlib import Hint, drain_hints, duel_json
 from django.db.models.functions import Now
 
 from core.actions import (
@@ -58,28 +58,6 @@ from core.queue import broker_queue_size, send_task
 from run_duel.outcomes import DuelResult, ErrorKind, MatchResult
 
 RUN_DUEL = Duel.task_name
-
-
-def duel_json(n: int = 2, result: str = DuelResult.PLAYER_1_WIN) -> dict[str, Any]:
-    """A duel JSON (rl-arena format) where player 1 wins ``n`` matches, written with the typed values."""
-    match = {
-        "result": MatchResult.PLAYER_1_WIN,
-        "error_msg": "",
-        "error_kind": "",
-        "player_1_score": 1.0,
-        "player_2_score": 0.0,
-        "first_player": "PLAYER_1",
-        "states": [{"board": [0] * 9}],
-        "actions": [4],
-        "move_times": [0.001],
-    }
-    return {
-        "result": result,
-        "error_msg": "",
-        "num_matches": n,
-        "player_1_wins": n,
-        "matches": [dict(match) for _ in range(n)],
-    }
 
 
 def claimed(claim_fn: Callable[..., Any], job_id: int, worker: str = "w1") -> Claim:

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 import redis
-from core_testlib import REDIS_TEST_URL, is_postgres, use_broker, wait_for, zip_player
+from core_testlib import REDIS_TEST_URL, duel_json, is_postgres, use_broker, wait_for, zip_player
 from django.utils import timezone
 
 from core.actions import (
@@ -31,41 +31,13 @@ from core.queue import send_task
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 
-def finished_duel_json() -> dict:
-    match = {
-        "result": "PLAYER_1_WIN",
-        "error_msg": "",
-        "error_kind": "",
-        "player_1_score": 1.0,
-        "player_2_score": 0.0,
-        "first_player": "PLAYER_1",
-        "states": [[0] * 9],
-        "actions": [4],
-        "move_times": [0.001],
-    }
-    return {
-        "result": "PLAYER_1_WIN",
-        "error_msg": "",
-        "num_matches": 2,
-        "player_1_errors": 0,
-        "player_2_errors": 0,
-        "other_errors": 0,
-        "player_1_wins": 2,
-        "player_2_wins": 0,
-        "draws": 0,
-        "player_1_score": 2.0,
-        "player_2_score": 0.0,
-        "matches": [dict(match), dict(match)],
-    }
-
-
 def test_finished_duels_whose_rating_trigger_was_lost_are_rated_by_the_reaper(start_worker, make_revision):
     a, b = make_revision(), make_revision()
     use_broker("memory://")  # this process's hints go nowhere: every rating trigger below is lost
     duels = []
     for _ in range(5):
         duel = schedule_duel(a, b)
-        assert record_duel_result(Claim.of(claim_duel(duel.pk, "gone")), finished_duel_json())
+        assert record_duel_result(Claim.of(claim_duel(duel.pk, "gone")), duel_json())
         duels.append(duel.pk)
     assert Duel.objects.filter(pk__in=duels, state="FINISHED", rated=False).count() == 5
     start_worker()  # no new duel is ever recorded: only the reaper can notice
