@@ -81,7 +81,18 @@ def _tail(text: str, limit: int) -> str:
 
 
 def _ordinal_move(n: int) -> str:
-    return f"move {n + 1}"
+    """Where a fault happened, in the erring player's own moves first: ``n`` is the index of the ply
+    (both players' moves counted), e.g. 4 -> "its move 3 (move 5 of the match)"."""
+    return f"its move {n // 2 + 1} (move {n + 1} of the match)"
+
+
+def as_action(value: object) -> object:
+    """An action as the rules take it: a JSON number equal to a whole number becomes that ``int``
+    (agents written to the rl-arena document return floats such as ``3.0``); anything else is unchanged
+    (``True`` stays a bool: JSON ``true`` is not an action)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
 
 
 class _Agent:
@@ -430,11 +441,11 @@ class Referee:
                 proc.channel.send(msg, limits.move_timeout)
                 reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
             except ChannelError as exc:
-                fault = agent.fault_from_channel(exc, f"at {_ordinal_move(len(actions))} of the match")
+                fault = agent.fault_from_channel(exc, f"at {_ordinal_move(len(actions))}")
                 faulty = agent
                 break
             move_times.append(round(perf() - t, 6))
-            action = reply.get("action") if reply.get("type") == "action" else None
+            action = as_action(reply.get("action")) if reply.get("type") == "action" else None
             if type(action) is not int or action not in legal:
                 fault = self._bad_reply(agent, reply, legal, len(actions))
                 faulty = agent
@@ -506,6 +517,11 @@ class Referee:
         shown = ", ".join(map(str, legal[:30])) + (", ..." if len(legal) > 30 else "")
         if action is None and "repr" in reply:
             what = f"returned {str(reply['repr'])[:200]} at {where}, which is not a JSON value"
+        elif type(action) is float:
+            what = (
+                f"returned {json_preview(action)} at {where}: a float that is not a whole number "
+                "(return one of valid_actions, e.g. int(a))"
+            )
         elif type(action) is not int:
             what = f"returned {json_preview(action)} ({type(action).__name__}) at {where}, not an int"
         else:

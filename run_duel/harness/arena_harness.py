@@ -73,8 +73,9 @@ def _error_message(exc: BaseException) -> bytes:
 def encode_action(action: object) -> bytes:
     """Encode the Player's return value as an ``action`` message.
 
-    Python ints go through as is; numpy integers and 0-d or size-1 integer arrays become ints; other
-    JSON values (floats, strings, ...) are sent as they are for the referee to judge; anything that is not
+    Python ints go through as is; numpy integers and 0-d or size-1 integer arrays become ints; numpy
+    floats and size-1 float arrays become floats; other JSON values (floats, strings, ...) are sent as
+    they are for the referee to judge (it takes a whole-number float as that int); anything that is not
     JSON-able (or NaN/Infinity) is sent as ``null`` with a capped ``repr``.
     """
     if type(action) is int:
@@ -85,6 +86,8 @@ def encode_action(action: object) -> bytes:
             return b'{"type":"action","action":%d}\n' % int(action)
         if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
             return b'{"type":"action","action":%d}\n' % int(action.reshape(()).item())
+        if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind == "f":
+            action = action.reshape(()).item()  # a float: the referee takes 3.0 as 3, refuses 3.5
         if isinstance(action, np.generic):
             action = action.item()
     try:

@@ -177,7 +177,7 @@ def test_a_broken_player_is_charged_with_its_error_kind_in_its_own_seat(name, se
         ("return 10**30", "INVALID_ACTION", "not a legal action"),
         ("return float('nan')", "INVALID_ACTION", "not a JSON value"),
         ("return True", "INVALID_ACTION", "not an int"),
-        ("return 2.0", "INVALID_ACTION", "not an int"),
+        ("return 2.5", "INVALID_ACTION", "not a whole number"),  # 2.0 is played as 2
         ("return None", "INVALID_ACTION", "None"),
         ("raise MemoryError()", "MEMORY_LIMIT", "MemoryError"),
         ("hog = bytearray(4 * 1024**3); return 0", "MEMORY_LIMIT", "MemoryError"),
