@@ -8,10 +8,13 @@ each kind and the action that stores its outcome. The rating is triggered by tas
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from django.db import DatabaseError
 
 from core.actions import (
     Claim,
@@ -22,11 +25,14 @@ from core.actions import (
     finish_smoke_test,
     rebuild_revision,
     record_duel_result,
+    record_matches_so_far,
 )
 from core.jobs.runner import InfrastructureError, JobKind, run_job
 from core.models import Duel, Revision, SmokeTest
 from duel_runner.reaper import reap
 from run_duel.outcomes import DuelResult, MatchResult
+
+log = logging.getLogger(__name__)
 
 
 def infrastructure_problem(duel_json: dict[str, Any]) -> str:
@@ -96,6 +102,33 @@ def _record_smoke_test(claim: Claim, outcome: dict[str, Any]) -> bool:
     return finish_smoke_test(claim, **outcome)
 
 
+#: A running duel's matches are stored for its page at most this often (a short duel writes none).
+LIVE_MATCHES_SECONDS = 1.0
+
+
+class LiveMatches:
+    """``on_match`` of a duel: stores the matches played so far, at most every ``LIVE_MATCHES_SECONDS``,
+    fenced by the claim. Best effort: a database error only delays what the page shows."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.pending: list[dict[str, Any]] = []
+        self.first_index = 0
+        self.last_write = time.monotonic()
+
+    def __call__(self, index: int, match: dict[str, Any]) -> None:
+        if not self.pending:
+            self.first_index = index
+        self.pending.append(match)
+        if time.monotonic() - self.last_write >= LIVE_MATCHES_SECONDS:
+            try:
+                record_matches_so_far(self.claim, self.first_index, self.pending)
+            except DatabaseError as exc:
+                log.warning("duel %s: could not store its matches so far: %s", self.claim.job_id, exc)
+            self.pending = []
+            self.last_write = time.monotonic()
+
+
 def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     """Play the duel. Matches lost to our side re-queue it while attempts remain; on the last attempt the
     fair matches are kept (the others count for nobody)."""
@@ -116,6 +149,7 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
             specs[1],
             matches=duel.num_matches,
             pin_cpus=settings.DUEL_CPU_PINNING,
+            on_match=LiveMatches(claim),
         )
     finally:
         sandbox.close()

@@ -208,9 +208,11 @@ class Referee:
         matches: int,
         *,
         on_progress: Callable[[int, int], None] | None = None,
+        on_match: Callable[[int, dict[str, Any]], None] | None = None,
         record_states: bool = True,
         pin_cpus: bool = True,
     ) -> None:
+        self.on_match = on_match
         self.game = game
         self.slug = slug
         self.sandbox = sandbox
@@ -235,6 +237,8 @@ class Referee:
         try:
             for index in range(self.num_matches):
                 results.append(self.play_match(index))
+                if self.on_match is not None:
+                    self.on_match(index, results[-1])
                 if self.on_progress is not None:
                     self.on_progress(index + 1, self.num_matches)
         finally:
@@ -587,6 +591,7 @@ def play_duel(
     matches: int | None = None,
     limits: Limits | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    on_match: Callable[[int, dict[str, Any]], None] | None = None,
     record_states: bool = True,
     pin_cpus: bool | None = None,
 ) -> dict[str, Any]:
@@ -595,8 +600,10 @@ def play_duel(
     ``game_slug`` names a registered game (or is a ``Game`` object, for tests). ``matches`` defaults to
     the game's ``matches_per_duel`` and ``limits`` to the game's ``info.yml`` limits; either replaces the
     ``limits`` of both launch specs. ``pin_cpus`` (default ``$DUEL_CPU_PINNING``, on) runs the referee
-    and both agents on one free core once they are ready (``run_duel.cpu_slots``). Never raises for
-    player errors or sandbox failures: they are in the result (``PLAYER_x_ERROR`` / ``ERROR``).
+    and both agents on one free core once they are ready (``run_duel.cpu_slots``). ``on_match(index,
+    match)`` is called with each match object as soon as it is played (the platform shows a running duel
+    live), ``on_progress(done, total)`` after it. Never raises for player errors or sandbox failures: they
+    are in the result (``PLAYER_x_ERROR`` / ``ERROR``).
     """
     if isinstance(game_slug, Game):
         game = game_slug
@@ -623,6 +630,7 @@ def play_duel(
         specs,
         matches,
         on_progress=on_progress,
+        on_match=on_match,
         record_states=record_states,
         pin_cpus=pinning_enabled() if pin_cpus is None else pin_cpus,
     )

@@ -11,6 +11,7 @@ from core.actions.duels import (
     fail_duel,
     mark_duels_rated,
     record_duel_result,
+    record_matches_so_far,
     requeue_duel,
     schedule_duel,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "notify",
     "rebuild_revision",
     "record_duel_result",
+    "record_matches_so_far",
     "reject_revision",
     "requeue_build",
     "requeue_duel",

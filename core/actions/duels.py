@@ -86,6 +86,27 @@ def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
     )
 
 
+_MATCH_FIELDS = ["result", "error_kind", "error_msg", "first_player", "player_1_score", "player_2_score"]
+
+
+def record_matches_so_far(claim: Claim, first_index: int, matches: list[dict[str, Any]]) -> bool:
+    """Store the matches a running duel has played so far (from ``first_index``), so its page shows them
+    live; ``False`` (nothing written) if ``claim`` no longer holds the duel. The final result replaces
+    them (``record_duel_result``), and a re-queued attempt's rows are removed with its release."""
+    with transaction.atomic():
+        duel = lock_claimed(Duel, claim, states=(Duel.State.RUNNING,))
+        if duel is None:
+            return False
+        rows = [_match_row(duel, first_index + i, m) for i, m in enumerate(matches)]
+        Match.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["duel", "index"],
+            update_fields=[*_MATCH_FIELDS, "states", "actions", "move_times"],
+        )
+    return True
+
+
 def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
     """Store the duel JSON of the duel ``claim`` holds and trigger its rating (after commit).
 
@@ -121,6 +142,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         duel.finished_at = now
         duel.lease_expires_at = None
         duel.save()
+        Match.objects.filter(duel=duel).delete()  # the rows shown while it ran, if any
         Match.objects.bulk_create(matches)
         if duel.tournament_id is not None:
             counters: dict[str, Any] = {"duels_finished": F("duels_finished") + 1}
@@ -131,6 +153,11 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         if settings.RATING_TASK_NAME:
             enqueue_on_commit(settings.RATING_TASK_NAME, duel.environment_id)
     return True
+
+
+def _drop_partial_matches(duel: Duel) -> None:
+    """A released attempt's live rows go: the next attempt plays from scratch."""
+    Match.objects.filter(duel=duel).delete()
 
 
 def _duel_failed(duel: Duel) -> None:
@@ -158,6 +185,7 @@ def fail_duel(
         retry=retry,
         counted=counted,
         delay_s=delay_s,
+        on_released=_drop_partial_matches,
         on_failed=_duel_failed,
     )
 

@@ -233,13 +233,14 @@ def fail_job(
     retry: bool,
     counted: bool = True,
     delay_s: float | None = None,
+    on_released: Callable[[J], None] | None = None,
     on_failed: Callable[[J], None] | None = None,
 ) -> bool:
     """An infrastructure failure seen by the worker holding ``claim`` (never charged to a player), or,
     with ``claim=None``, by the reaper for a lease that expired (database time): re-queue with backoff
-    while attempts remain, else FAILED and ``on_failed(job)`` (the kind's consequences, in the same
-    transaction). Returns whether anything changed: a stale claim, or a lease renewed meanwhile, changes
-    nothing."""
+    while attempts remain, else FAILED and ``on_failed(job)``; ``on_released(job)`` either way (the kind's
+    consequences, in the same transaction). Returns whether anything changed: a stale claim, or a lease
+    renewed meanwhile, changes nothing."""
     with transaction.atomic():
         job = lock_claimed(model, claim) if claim is not None else lock_expired(model, job_id)
         if job is None:
@@ -247,7 +248,10 @@ def fail_job(
         if claim is None:  # the reaper: leave a worker that was only cut off two heartbeats to take it back
             floor = 2 * settings.HEARTBEAT_SECONDS
             delay_s = max(floor, backoff_seconds(max(1, job.attempts)) if delay_s is None else delay_s)
-        if not release_locked_job(job, reason, retry=retry, counted=counted, delay_s=delay_s) and on_failed:
+        requeued = release_locked_job(job, reason, retry=retry, counted=counted, delay_s=delay_s)
+        if on_released is not None:
+            on_released(job)
+        if not requeued and on_failed is not None:
             on_failed(job)
     return True
 
