@@ -17,7 +17,7 @@
 #   - its own containerd (started here, not dockerd's supervised one nor the system's
 #     /run/containerd/containerd.sock, which dockerd would otherwise share), root and state folders;
 #   - dockerd with its own --data-root, --exec-root, -H unix:// socket, --pidfile and daemon config file
-#     (the main engine's /etc/docker/daemon.json is not read);
+#     (the main engine's /etc/docker/daemon.json is not read), labelled rl-arena.node=NAME (`docker info`);
 #   - --bridge=none --iptables=false --ip-masq=false: no bridge and no firewall rules (agent containers
 #     have no network at all);
 #   - the storage driver: overlay2 when a probe mount under the node's data folder works, else vfs
@@ -144,10 +144,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 EOF
     log "starting containerd (root $DATA/containerd, socket $CONTAINERD_SOCK)"
     setsid nohup containerd --config "$CONTAINERD_CONF" >>"$CONTAINERD_LOG" 2>&1 </dev/null &
-    echo $! >"$CONTAINERD_PID"
+    local launched=$!
+    echo "$launched" >"$CONTAINERD_PID"
     local deadline=$((SECONDS + WAIT_S))
     until [ -S "$CONTAINERD_SOCK" ]; do
-        containerd_pid >/dev/null || { tail -n 20 "$CONTAINERD_LOG" >&2; die "containerd exited at start"; }
+        # kill -0, not containerd_pid: while setsid and nohup exec, /proc/PID/cmdline can read empty.
+        kill -0 "$launched" 2>/dev/null || { tail -n 20 "$CONTAINERD_LOG" >&2; die "containerd exited at start"; }
         [ "$SECONDS" -lt "$deadline" ] || die "containerd did not open $CONTAINERD_SOCK within ${WAIT_S}s"
         sleep 0.1
     done
@@ -181,6 +183,7 @@ start_node() {
             --containerd "$CONTAINERD_SOCK" \
             --storage-driver "$driver" \
             --bridge=none --iptables=false --ip-masq=false \
+            --label "rl-arena.node=$NAME" \
             --log-level warn \
             >>"$LOG" 2>&1 </dev/null &
         local launched=$!

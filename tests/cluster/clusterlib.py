@@ -219,6 +219,8 @@ class Cluster:
     data_dir: Path
     beat: Process | None = None
     agents: dict[str, Any] = field(default_factory=dict)
+    #: Agent containers node B's engine held when it was killed (recorded by the kill test).
+    lost_containers: set[str] = field(default_factory=set)
 
     def __getitem__(self, key: str) -> Node:
         return self.nodes[key]
