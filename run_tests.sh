@@ -33,6 +33,7 @@ scripts/ensure_services.sh
 
 if [ -x scripts/ensure_docker.sh ]; then
   step "Docker engine"
+  # docker.io also brings containerd: tests/cluster starts private engines (scripts/start_docker_node.sh).
   scripts/ensure_docker.sh
 fi
 if [ -x scripts/build_base_image.sh ]; then

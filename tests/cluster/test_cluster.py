@@ -154,6 +154,7 @@ def test_an_agent_built_on_node_a_plays_on_node_b(cluster: Cluster) -> None:
     for revision in (one, two):
         digests = cluster["b"].image_digests(revision.agent_ref)
         assert digests is not None and revision.agent_ref in digests, (revision.agent_ref, digests)
+        assert f"pulled agent image {revision.agent_ref} " in cluster["b"].log()
 
 
 def test_forty_ladder_duels_are_spread_over_both_nodes_with_one_result_each(cluster: Cluster) -> None:
