@@ -29,7 +29,7 @@ import logging
 import os
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, F, Max, Q, Value
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
@@ -248,7 +248,9 @@ def store(environment_id: int, tie_fit: TieFit) -> None:
         raise
     with transaction.atomic():
         Environment.objects.select_for_update().only("pk").get(pk=environment_id)
-        Rating.objects.filter(environment_id=environment_id).update(updated_at=timezone.now())
+        # Raised, never lowered (a clock behind another machine's): rating stamps rely on it.
+        later = Greatest(F("updated_at") + timedelta(microseconds=1), Value(timezone.now()))
+        Rating.objects.filter(environment_id=environment_id).update(updated_at=later)
 
 
 def refresh(environment_id: int) -> TieFit:

@@ -193,3 +193,29 @@ def test_concurrent_results_lose_no_update(tm_settings, make_competitor, hidden_
     assert RatingHistory.objects.count() == 2 * len(duels)
     recompute_ratings(hidden_env.pk)
     assert snapshot(hidden_env) == concurrent
+
+
+def test_rating_stamps_keep_increasing_when_this_clock_is_behind(hidden_env, make_competitor):
+    """A round's stamp must follow every earlier one even when another rater's clock ran ahead; the tie fit
+    storing its result never lowers the bound the stamps are taken from."""
+    from datetime import timedelta
+
+    from django.db.models import Max
+
+    from tournament_manager import tie_fit
+
+    a, b = make_competitor(), make_competitor()
+    first = play(a, b, [W1, D])
+    rate_pending_duels(hidden_env.pk)
+    first.refresh_from_db()
+    ahead = first.rated_at + timedelta(hours=1)  # a rater on a machine an hour ahead stamped last
+    Rating.objects.filter(environment=hidden_env).update(updated_at=ahead)
+    tie_fit.store(hidden_env.pk, tie_fit.compute(hidden_env.pk))  # this machine's clock: an hour behind
+    assert Rating.objects.filter(environment=hidden_env).aggregate(m=Max("updated_at"))["m"] > ahead
+    second = play(a, b, [W2])
+    rate_pending_duels(hidden_env.pk)
+    second.refresh_from_db()
+    assert second.rated_at > ahead
+    ratings = snapshot(hidden_env)
+    recompute_ratings(hidden_env.pk)
+    assert snapshot(hidden_env) == ratings
