@@ -51,6 +51,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 GAMES = ("connect-four", "tic-tac-toe", "quarto")
 MATCHES = 10
@@ -79,9 +80,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--competitors", type=int, default=200, help="competitors per game")
     p.add_argument("--games", type=int, default=1, choices=range(1, len(GAMES) + 1), help="ladders in play")
     p.add_argument("--pool", type=int, default=24, help="distinct real duel JSONs per game")
+    p.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="rated duels already in the database before the run (10 matches each, final boards only)",
+    )
     p.add_argument("--error-share", type=float, default=0.05, help="duels with one player-error match")
     p.add_argument("--heartbeats", type=int, default=0, help="lease extensions per duel (3 s apart live)")
-    p.add_argument("--tie-fit-delay", type=float, default=5.0, help="tie-fit debounce, s (production 60)")
+    p.add_argument(
+        "--live-writes", type=int, default=0, help="stores of the matches so far per duel (1 s apart live)"
+    )
+    p.add_argument("--tie-fit-delay", type=float, default=60.0, help="tie-fit debounce, s (as production)")
     p.add_argument("--conn-max-age", type=int, default=0, help="DATABASE_CONN_MAX_AGE of every process")
     p.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     p.add_argument("--db", default="rl_arena_bench_cp")
@@ -167,8 +177,18 @@ class BackendCpu:
         self._seen[pid] = cpu
 
 
+#: Per-statement entries among the phases (``"sql | <phase> | <statement shape>"``).
+SQL_PREFIX = "sql | "
+
+
+def sql_shape(sql: str) -> str:
+    """A statement's first words, identifiers unquoted (its parameters are placeholders already)."""
+    return " ".join(sql.replace('"', "").split())[:120].replace(":", ";")
+
+
 class Phases:
-    """Wall time, calls and SQL statements per named phase; SQL counts go to the innermost open phase."""
+    """Wall time, calls and SQL statements per named phase; SQL counts and statement timings go to the
+    innermost open phase."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -177,10 +197,17 @@ class Phases:
         self._stack: list[str] = []
 
     def _count_sql(self, execute: Callable, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if self._stack:
-            name = self._stack[-1]
-            self.sql[name] = self.sql.get(name, 0) + 1
-        return execute(sql, params, many, context)
+        if not self._stack:
+            return execute(sql, params, many, context)
+        name = self._stack[-1]
+        self.sql[name] = self.sql.get(name, 0) + 1
+        t0 = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            key = f"{SQL_PREFIX}{name} | {sql_shape(sql)}"
+            self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - t0
+            self.calls[key] = self.calls.get(key, 0) + 1
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -237,11 +264,23 @@ def merge(into: dict[str, dict[str, float]], more: dict[str, dict[str, float]]) 
 # --- a simulated worker: the duel runner's side of the result path -------------------------------------
 
 
-def duel_job(phases: Phases, duel_json_of: Callable[[Any], dict[str, Any]], heartbeats: int) -> Any:
+def duel_job(
+    phases: Phases, duel_json_of: Callable[[Any], dict[str, Any]], heartbeats: int = 0, live_writes: int = 0
+) -> Any:
     """The duel runner's job kind (``duel_runner.tasks.DUEL``) with the bench's work in place of playing:
     ``core.jobs.runner.run_job`` claims, keeps the claim alive, records (fenced by the claim's generation)
-    exactly as for a real duel. The ONE place that knows the claim/record API; each step is timed."""
-    from core.actions import Claim, claim_duel, extend_lease, fail_duel, record_duel_result
+    exactly as for a real duel. A longer duel's work is simulated by ``heartbeats`` lease extensions and
+    ``live_writes`` stores of the matches played so far (a real duel does one of each every
+    ``HEARTBEAT_SECONDS`` and ``LIVE_MATCHES_SECONDS``). The ONE place that knows the claim/record API;
+    each step is timed."""
+    from core.actions import (
+        Claim,
+        claim_duel,
+        extend_lease,
+        fail_duel,
+        record_duel_result,
+        record_matches_so_far,
+    )
     from core.jobs.runner import JobKind
     from core.models import Duel
 
@@ -252,10 +291,16 @@ def duel_job(phases: Phases, duel_json_of: Callable[[Any], dict[str, Any]], hear
     def work(duel: Duel, claim: Claim) -> dict[str, Any]:
         # What the real work reads before playing (loaded by the claim), then the lease kept alive.
         _ = (duel.environment.slug, duel.revision_1.agent_ref, duel.revision_2.agent_ref)
+        duel_json = duel_json_of(duel)
+        matches = duel_json["matches"]
         for _ in range(heartbeats):
             with phases.phase("heartbeat (lease extension)"):
                 extend_lease(Duel, claim)
-        return duel_json_of(duel)
+        for k in range(live_writes):
+            first, last = k * len(matches) // live_writes, (k + 1) * len(matches) // live_writes
+            with phases.phase("live matches (stored while running)"):
+                record_matches_so_far(claim, first, matches[first:last])
+        return duel_json
 
     def record(claim: Claim, duel_json: dict[str, Any]) -> bool:
         with phases.phase("record"):
@@ -339,7 +384,7 @@ def worker_main(
     def duel_json_of(duel: Any) -> dict[str, Any]:
         return pick_duel_json(pools, duel.environment.slug, duel.pk, args.error_share)
 
-    kind = duel_job(phases, duel_json_of, args.heartbeats)
+    kind = duel_job(phases, duel_json_of, args.heartbeats, args.live_writes)
     r = redis_client(args.redis)
     key = f"bench-cp-{run_id}:duels"
     outcomes: dict[str, int] = {}
@@ -579,6 +624,8 @@ def seed(args: argparse.Namespace, rng: random.Random) -> tuple[dict[int, str], 
             Competitor.objects.bulk_update(comps, ["current_revision"])
             revision_ids[env_id] = [rev.pk for rev in revs]
         env_ids = list(envs)
+        if args.history:
+            preload_history(args, rng, env_ids, revision_ids)
         duels = []
         for k in range(args.duels):
             env_id = env_ids[k % len(env_ids)]
@@ -599,6 +646,87 @@ def seed(args: argparse.Namespace, rng: random.Random) -> tuple[dict[int, str], 
     with connection.cursor() as cur:
         cur.execute("ANALYZE")
     return envs, [(d.pk, envs[d.environment_id]) for d in created]
+
+
+def preload_history(
+    args: argparse.Namespace, rng: random.Random, env_ids: list[int], revision_ids: dict[int, list[int]]
+) -> None:
+    """COPY ``--history`` finished, rated ladder duels (with their Match rows, Rating rows and two rating
+    history rows each) so the run meets tables of a platform that has been up for a while. Match rows
+    carry the final board only: index sizes are realistic, disk use is not."""
+    from datetime import timedelta
+
+    from bench_web import copy_rows
+    from django.db import connection
+    from django.utils import timezone
+
+    from core.models import Duel, Match, Rating, RatingHistory, Revision
+
+    t0 = time.perf_counter()
+    now = timezone.now()
+    competitor_of = dict(Revision.objects.values_list("pk", "competitor_id"))
+    board = json.dumps([{"board": [[0] * 7 for _ in range(6)], "to_move": 0, "done": True}])
+    connection.ensure_connection()
+    cur = connection.connection.cursor()
+    pairs = []
+    for k in range(args.history):
+        env_id = env_ids[k % len(env_ids)]
+        a, b = rng.sample(revision_ids[env_id], 2)
+        wins = rng.randint(0, MATCHES)
+        result = "PLAYER_1_WIN" if 2 * wins > MATCHES else "PLAYER_2_WIN" if 2 * wins < MATCHES else "DRAW"
+        when = now - timedelta(seconds=2 * (args.history - k))
+        pairs.append((env_id, a, b, wins, result, when))
+    copy_rows(
+        cur,
+        Duel,
+        {"state": "FINISHED", "kind": "LADDER", "rated": True, "attempts": 1, "num_matches": MATCHES},
+        [
+            *("environment_id", "revision_1_id", "revision_2_id", "player_1_wins", "player_2_wins"),
+            *("result", "player_1_score", "player_2_score", "finished_at", "rated_at", "created_at"),
+        ],
+        (
+            (e, a, b, w, MATCHES - w, res, float(w), float(MATCHES - w), t, t, t)
+            for e, a, b, w, res, t in pairs
+        ),
+    )
+    cur.execute("SELECT id, player_1_wins FROM core_duel WHERE rated ORDER BY id")
+    finished = cur.fetchall()
+    copy_rows(
+        cur,
+        Match,
+        {"error_kind": "", "error_msg": "", "actions": "[1, 2, 3]", "move_times": "[0.001, 0.001, 0.001]"},
+        ["duel_id", "index", "result", "first_player", "player_1_score", "player_2_score", "states"],
+        (
+            (d, i, "PLAYER_1_WIN" if i < w else "PLAYER_2_WIN", "PLAYER_1" if i % 2 == 0 else "PLAYER_2")
+            + ((1.0, 0.0) if i < w else (0.0, 1.0))
+            + (board,)
+            for d, w in finished
+            for i in range(MATCHES)
+        ),
+    )
+    competitors = sorted({competitor_of[r] for revs in revision_ids.values() for r in revs})
+    env_of = dict(Revision.objects.values_list("competitor_id", "competitor__environment_id"))
+    copy_rows(
+        cur,
+        Rating,
+        {"updated_at": now},
+        ["environment_id", "competitor_id"],
+        ((env_of[c], c) for c in competitors),
+    )
+    cur.execute("SELECT competitor_id, id FROM core_rating")
+    rating_of = dict(cur.fetchall())
+    copy_rows(
+        cur,
+        RatingHistory,
+        {"mu": 25.0, "sigma": 5.0},
+        ["rating_id", "duel_id", "created_at"],
+        (
+            (rating_of[competitor_of[rev]], d, t)
+            for (d, _), (_, a, b, _, _, t) in zip(finished, pairs, strict=True)
+            for rev in (a, b)
+        ),
+    )
+    print(f"history: {args.history} rated duels preloaded in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
 # --- measuring -----------------------------------------------------------------------------------------
@@ -653,10 +781,10 @@ def machine_busy_seconds() -> tuple[float, float]:
 
 
 def wait_rated(
-    total: int, t0: float, timeout: float, healthy: Callable[[], str]
+    first_id: int, total: int, t0: float, timeout: float, healthy: Callable[[], str]
 ) -> tuple[float | None, float | None]:
-    """Poll the database until every duel is rated; returns (seconds to all recorded, to all rated).
-    Gives up when ``healthy()`` names a problem (a worker or the rater died)."""
+    """Poll the database until every duel of the run (ids from ``first_id``) is rated; returns (seconds to
+    all recorded, to all rated). Gives up when ``healthy()`` names a problem (a worker or the rater died)."""
     from django.db.models import Count, Q
 
     from core.models import Duel
@@ -664,7 +792,7 @@ def wait_rated(
     recorded_at = rated_at = None
     last_note = t0
     while time.perf_counter() - t0 < timeout:
-        c = Duel.objects.aggregate(
+        c = Duel.objects.filter(pk__gte=first_id).aggregate(
             finished=Count("pk", filter=Q(state=Duel.State.FINISHED)),
             rated=Count("pk", filter=Q(rated=True)),
         )
@@ -681,28 +809,30 @@ def wait_rated(
             if problem:
                 print(f"giving up: {problem}", flush=True)
                 break
-        time.sleep(0.05)
+        time.sleep(0.2)
     return recorded_at, rated_at
 
 
-def verify(total: int) -> dict[str, int]:
-    """Counts that show every duel ended FINISHED and was rated exactly once."""
+def verify(first_id: int, total: int) -> dict[str, int]:
+    """Counts that show every duel of the run (ids from ``first_id``) ended FINISHED and was rated exactly
+    once (preloaded history has ratings with zero counters, so the sums are the run's)."""
     from django.db.models import Count, Q, Sum
 
     from core.models import Duel, Match, Rating, RatingHistory
 
-    duels = Duel.objects.aggregate(
+    duels = Duel.objects.filter(pk__gte=first_id).aggregate(
         finished=Count("pk", filter=Q(state=Duel.State.FINISHED)),
         rated=Count("pk", filter=Q(state=Duel.State.FINISHED, rated=True, rated_at__isnull=False)),
     )
     ratings = Rating.objects.aggregate(duels=Sum("duels"), matches=Sum("matches"))
-    per_duel = RatingHistory.objects.values("duel_id").annotate(n=Count("pk")).exclude(n=2).count()
+    history = RatingHistory.objects.filter(duel_id__gte=first_id)
+    per_duel = history.values("duel_id").annotate(n=Count("pk")).exclude(n=2).count()
     return {
         "duels": total,
         "finished": duels["finished"],
         "rated": duels["rated"],
-        "match_rows": Match.objects.count(),
-        "history_rows": RatingHistory.objects.count(),
+        "match_rows": Match.objects.filter(duel_id__gte=first_id).count(),
+        "history_rows": history.count(),
         "duels_without_two_history_rows": per_duel,
         "sum_rating_duels": ratings["duels"] or 0,
         "sum_rating_matches": ratings["matches"] or 0,
@@ -730,8 +860,22 @@ def exactly_once(v: dict[str, int]) -> list[str]:
 # --- report --------------------------------------------------------------------------------------------
 
 
+def statement_table(title: str, phases: dict[str, dict[str, float]], n: int, top: int = 8) -> list[str]:
+    """Lines of the ``top`` statements by total time: calls per result, ms per call, phase and shape."""
+    rows = sorted(
+        ((k[len(SQL_PREFIX) :], v) for k, v in phases.items() if k.startswith(SQL_PREFIX)),
+        key=lambda kv: -kv[1]["seconds"],
+    )[:top]
+    lines = [title, f"  {'total s':>8s} {'per result':>10s} {'ms/call':>8s}  phase | statement"]
+    for key, v in rows:
+        per_call = 1000 * v["seconds"] / max(v["calls"], 1)
+        lines.append(f"  {v['seconds']:8.2f} {v['calls'] / max(n, 1):10.2f} {per_call:8.2f}  {key}")
+    return lines
+
+
 def phase_table(title: str, phases: dict[str, dict[str, float]], n: int, wall: float) -> list[str]:
     """Lines of a per-phase table: calls, total s, ms per call, ms and SQL per result, share of wall."""
+    phases = {k: v for k, v in phases.items() if not k.startswith(SQL_PREFIX)}
     lines = [
         f"{title}",
         f"  {'phase':44s} {'calls':>7s} {'total s':>8s} {'ms/call':>8s} {'ms/result':>9s} "
@@ -759,7 +903,8 @@ def main() -> int:
     print(
         f"config: {args.duels} ten-match duels, {args.workers} worker processes, {args.raters} rater "
         f"processes (Celery prefork), {args.games} game(s) x {args.competitors} competitors, "
-        f"error share {args.error_share}, {args.heartbeats} heartbeat(s)/duel, tie-fit delay "
+        f"error share {args.error_share}, {args.heartbeats} heartbeat(s) and {args.live_writes} live match "
+        f"store(s) per duel, history {args.history} rated duels, tie-fit delay "
         f"{args.tie_fit_delay} s, DATABASE_CONN_MAX_AGE={args.conn_max_age}, "
         f"experiments: {', '.join(args.experiment) or 'none'}, db {args.db}, "
         f"redis {args.redis}, {os.cpu_count()} cores",
@@ -823,7 +968,8 @@ def main() -> int:
                 return f"{len(dead)} worker process(es) died (exit codes {dead})"
             return "" if rater.poll() is None else f"the rating worker exited ({rater.returncode})"
 
-        recorded_s, rated_s = wait_rated(len(duels), t0, args.timeout, healthy)
+        first_id = min(d for d, _ in duels)
+        recorded_s, rated_s = wait_rated(first_id, len(duels), t0, args.timeout, healthy)
         (pg1, rater1, main1), (busy1, all1) = cpu_seconds(rater.pid), machine_busy_seconds()
         load = os.getloadavg()
         workers = [out.get(timeout=60) for p in procs if p.exitcode in (None, 0)]
@@ -876,7 +1022,7 @@ def report(
     """Print the results; returns the exit code (1 if a duel was not recorded and rated exactly once) and
     the results per second (0 then)."""
     n = len(duels)
-    v = verify(n)
+    v = verify(min(d for d, _ in duels), n)
     problems = exactly_once(v)
     worker_phases: dict[str, dict[str, float]] = {}
     for w in workers:
@@ -909,6 +1055,9 @@ def report(
         "rater side (Celery worker; tasks include Celery and connection overhead):", rater_phases, n, wall
     ):
         print(line)
+    print()
+    for side, phases in (("worker", worker_phases), ("rater", rater_phases)):
+        print("\n".join(statement_table(f"slowest statements, {side} side (wall time):", phases, n)))
     print()
     pg_own_workers = sum(w["pg_cpu_s"] for w in workers)
     pg_own_raters = counters.get("pg_cpu_s", 0.0)

@@ -41,7 +41,18 @@ def test_bench_control_plane_records_and_rates_every_duel_exactly_once(tmp_path:
         sys.executable,
         str(BENCH),
         *("--duels", str(DUELS), "--workers", "2", "--raters", "1", "--competitors", "6", "--pool", "2"),
-        *("--error-share", "0.25", "--heartbeats", "1", "--tie-fit-delay", "1", "--timeout", "240"),
+        *(
+            "--error-share",
+            "0.25",
+            "--heartbeats",
+            "1",
+            "--live-writes",
+            "2",
+            "--tie-fit-delay",
+            "1",
+            "--timeout",
+            "240",
+        ),
         *("--pg", server, "--db", db, "--redis", REDIS_URL, "--json", str(summary), "--keep"),
     ]
     try:
