@@ -37,8 +37,16 @@ BASE_IMAGE_SCRIPT = REPO / "scripts" / "build_base_image.sh"
 #: Node names of this suite: ``ct<pid of the pytest process><letter>``; leftovers of a run that died are
 #: recognised by their pid and purged by the next run.
 NODE_PREFIX = "ct"
-#: Sets the host name inside the worker's own UTS namespace, then becomes the worker.
-_SET_HOSTNAME = "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
+#: ``python -c LAUNCH HOSTNAME PROGRAM ARGS...``: asks for SIGKILL when the test process dies (a worker
+#: left running would take the next run's duels; the request survives exec), sets the host name when one
+#: is given (inside the worker's own UTS namespace), then becomes PROGRAM.
+LAUNCH = (
+    "import ctypes, os, signal, socket, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG\n"
+    "if sys.argv[1]:\n"
+    "    socket.sethostname(sys.argv[1])\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
 
 
 def run_script(*args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
@@ -112,9 +120,15 @@ class Process:
 
 
 def spawn(cmd: list[str], env: dict[str, str], log_path: Path) -> Process:
+    """Start ``cmd`` in a process group of its own, its output appended to ``log_path``."""
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=REPO,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     return Process(proc, log_path)
 
@@ -192,7 +206,7 @@ class Node:
         namespace whose host name is the node's name; return once it is ready."""
         self.runtime.mkdir(parents=True, exist_ok=True)
         worker_env = {**env, "DOCKER_HOST": self.host, "AGENT_RUNTIME_DIR": str(self.runtime)}
-        cmd = ["unshare", "--uts", sys.executable, "-c", _SET_HOSTNAME, self.name, sys.executable]
+        cmd = ["unshare", "--uts", sys.executable, "-c", LAUNCH, self.name, sys.executable]
         cmd += ["-m", "celery", "-A", "core", "worker", "-l", "info", "-n", self.worker_name, "-Q", queue]
         cmd += ["--without-mingle", "--without-gossip"]
         worker = spawn(cmd, worker_env, self.root / "worker.log")

@@ -23,6 +23,7 @@ CORE_TESTS = Path(__file__).resolve().parents[1] / "core"
 sys.path.insert(0, str(CORE_TESTS))
 
 from clusterlib import (  # noqa: E402
+    LAUNCH,
     NODE_PREFIX,
     REGISTRY_SCRIPT,
     Cluster,
@@ -218,18 +219,8 @@ def _test_database() -> Iterator[None]:
 
 def _start_beat(cluster: Cluster, root: Path) -> Process:
     """The one ``celery beat`` of the fleet (the reaper runs on whichever worker takes its message)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "core",
-        "beat",
-        "-l",
-        "info",
-        "-s",
-        str(root / "beat-schedule"),
-    ]
+    cmd = [sys.executable, "-c", LAUNCH, "", sys.executable, "-m", "celery", "-A", "core", "beat"]
+    cmd += ["-l", "info", "-s", str(root / "beat-schedule")]
     beat = spawn(cmd, cluster.env, root / "beat.log")
     wait_until(lambda: "beat: Starting" in beat.log() or not beat.alive(), 60, "celery beat to start")
     if not beat.alive():
