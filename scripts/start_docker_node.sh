@@ -257,9 +257,10 @@ stop_node() {
 # Unmount everything mounted under the node's folders (deepest first), as a crashed engine leaves them.
 unmount_all() {
     local target
-    awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($DATA|$RUN)(/|$)" | sort -r | while read -r target; do
-        umount -l "$target" 2>/dev/null || true
-    done
+    awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | { grep -E "^($DATA|$RUN)(/|$)" || true; } | sort -r |
+        while read -r target; do
+            umount -l "$target" 2>/dev/null || true
+        done
 }
 
 case "$ACTION" in

@@ -161,8 +161,12 @@ class Node:
     def engine_running(self) -> bool:
         return subprocess.run(["bash", str(NODE_SCRIPT), self.name, "--status"], check=False).returncode == 0
 
-    def purge(self) -> None:
-        run_script(str(NODE_SCRIPT), self.name, "--purge", check=False)
+    def purge(self) -> str:
+        """Remove the node's engine, containers, mounts and folders; ``""``, or why that failed."""
+        done = subprocess.run(
+            ["bash", str(NODE_SCRIPT), self.name, "--purge"], capture_output=True, text=True
+        )
+        return "" if done.returncode == 0 else f"purging node {self.name} failed: {done.stderr[-2000:]}"
 
     def docker(self) -> Any:
         """A Docker API client of this node's engine."""

@@ -138,8 +138,10 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Node]]
         for node in found.values():
             if node.worker is not None:
                 node.worker.stop()
-            node.purge()
+        failures = [problem for node in found.values() if (problem := node.purge())]
         shutil.rmtree(runtime, ignore_errors=True)
+        if failures:
+            pytest.fail("\n".join(failures))
 
 
 @pytest.fixture(scope="module")
