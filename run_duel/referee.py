@@ -399,12 +399,14 @@ class Referee:
             return self._finish(match, OTHER_ERROR, INFRA, message)
 
     def _restart_after_our_failure(self) -> None:
-        """After a failure on our side the agents' state in the match is unknown: start afresh."""
+        """After a failure on our side the agents' state in the match is unknown: start afresh. Both are
+        closed together (a dead engine makes each removal wait its full patience, not twice in a row)."""
+        running = [agent for agent in self.agents if agent.proc is not None]
         for agent in self.agents:
             agent.started = False
-            if agent.proc is not None:
-                self._close(agent)
-                agent.launches -= 1  # a relaunch caused by us is not counted against the agent
+        self._close(*running)
+        for agent in running:
+            agent.launches -= 1  # a relaunch caused by us is not counted against the agent
 
     def _finish(self, match: dict[str, Any], result: str, kind: str | None, message: str) -> dict[str, Any]:
         match["result"] = result

@@ -554,20 +554,31 @@ def _owner_alive(labels: dict[str, str]) -> bool:
     return bool(start) and start == labels.get(f"{LABEL}.owner-start", start)
 
 
+def _socket_folder_gone(summary: dict[str, Any], base: Path) -> bool:
+    """Whether the container's socket folder, under this host's runtime folder, was deleted: its owner
+    killed it (``kill`` always deletes the folder) but the engine, dead at the time, could not remove it."""
+    for mount in summary.get("Mounts") or []:
+        if mount.get("Destination") == SOCKET_DIR_IN_CONTAINER:
+            source = Path(mount.get("Source") or "")
+            return base in source.parents and not source.exists()
+    return False
+
+
 def reap_orphans(max_age_s: float = 6 * 3600, *, client: docker.DockerClient | None = None) -> list[str]:
-    """Remove rl-arena agent containers whose owner process is gone (on this host) or older than
-    ``max_age_s``; also delete socket folders of dead owners. Returns the removed container ids."""
+    """Remove rl-arena agent containers whose owner process is gone (on this host), whose owner already
+    killed them while the engine was down (their socket folder is gone), or older than ``max_age_s``; also
+    delete socket folders of dead owners. Returns the removed container ids."""
     client = client or get_client()
     removed = []
     now = time.time()
+    base = _runtime_base(None)
     for summary in client.api.containers(all=True, filters={"label": f"{LABEL}={LABEL_VALUE}"}):
         labels = summary.get("Labels") or {}
         age = now - float(summary.get("Created") or now)
-        if _owner_alive(labels) and age <= max_age_s:
+        if _owner_alive(labels) and age <= max_age_s and not _socket_folder_gone(summary, base):
             continue
         _remove_container(summary["Id"])
         removed.append(summary["Id"])
-    base = _runtime_base(None)
     for folder in base.glob(f"{RUNTIME_PREFIX}*-*"):
         try:
             pid = int(folder.name[len(RUNTIME_PREFIX) :].split("-", 1)[0])
