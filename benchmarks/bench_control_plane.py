@@ -1,7 +1,8 @@
 """Control-plane capacity: ten-match duel results recorded AND rated per second, through the real path.
 
     .venv/bin/python benchmarks/bench_control_plane.py [--duels 3000] [--workers 8] [--raters 2]
-        [--competitors 200] [--games 1] [--error-share 0.05] [--heartbeats 0] [--keep]
+        [--competitors 200] [--games 1] [--history 0] [--heartbeats 0] [--live-writes 0]
+        [--conn-max-age 0] [--experiment NAME] [--keep] [--json FILE] [--profile DIR]
 
 What runs is what a fleet runs, against PostgreSQL and Redis:
 
@@ -9,23 +10,29 @@ What runs is what a fleet runs, against PostgreSQL and Redis:
   closed per duel as Celery's Django fix-up does with ``DATABASE_CONN_MAX_AGE=0``, kept with
   ``--conn-max-age``) take duel ids from a Redis list and run each through the real job runner
   (``core.jobs.runner.run_job``) with the duel job kind of :func:`duel_job`, whose work returns a finished
-  duel JSON instead of playing: the fenced claim (``core.actions.claim_duel``, related rows loaded), the
-  heartbeat thread, ``--heartbeats`` lease extensions, and ``core.actions.record_duel_result`` with the
-  claim (every Match row with its states, actions and move times; the pause check; the rating hint sent
-  to the Celery broker after commit).
-- A real Celery worker (``--raters`` prefork processes, queue private to the run) consumes those hints:
-  ``tournament_manager.rate_environment`` (TrueSkill under the environment's lock, rating history,
-  ``Rating.updated_at`` stamps), the debounced tie-fit trigger, and the tie-fit refresh itself when its
-  countdown (``--tie-fit-delay``, production default 60 s) ends: the Bradley-Terry fit and its store,
-  which writes the fit to the cache and bumps ``Rating.updated_at``: the leaderboard cache invalidation.
-- Duel JSONs are real: ``--pool`` ten-match duels played by the real referee (in-process harness, the
-  example random players), each validated against ``run_duel/duel_result.schema.json``; a share
-  ``--error-share`` of them has one match lost to a player TIMEOUT (so the pause check runs).
+  duel JSON instead of playing: the fenced claim (``core.actions.claim_duel``), the heartbeat thread,
+  ``--heartbeats`` lease extensions and ``--live-writes`` stores of the matches so far (what a longer duel
+  does while it runs), and ``core.actions.record_duel_result`` with the claim (every Match row with its
+  states, actions and move times; the pause check; the rating trigger sent to the broker after commit).
+- A real Celery worker (``--raters`` prefork processes, a queue private to the run) consumes the
+  triggers: ``tournament_manager.rate_environment`` (rating runs, TrueSkill under the environment's
+  lock, rating history, ``Rating.updated_at`` stamps), the debounced tie-fit trigger, and the tie-fit
+  refresh when its countdown (``--tie-fit-delay``, 60 s as in production) ends: the Bradley-Terry fit and
+  its store, which writes the fit to the cache and bumps ``Rating.updated_at``, the leaderboard cache
+  invalidation.
+- Duel JSONs are real: ``--pool`` ten-match duels per game played by the real referee (in-process
+  harness, the example random players), each validated against ``run_duel/duel_result.schema.json``; a
+  share ``--error-share`` of the duels has one match lost to a player TIMEOUT (so the pause check runs).
+- ``--history N`` preloads N rated duels (COPY) so the run meets tables of a platform up for a while.
+- ``--experiment`` patches a proposed change of the record path into the simulated workers, to measure
+  it before it is made (:data:`EXPERIMENTS`).
 
-It prints recorded/s and rated/s, per-phase time and SQL counts on both sides, CPU seconds per role,
-the load average, and checks that every duel ended FINISHED and was rated exactly once (non-zero exit
-otherwise). The database (``--db``, created and migrated here) is dropped at the end unless ``--keep``.
-The last line is ``results/s: N`` (duels recorded and rated per second, start to last rating).
+It prints recorded/s and rated/s, per-phase time and SQL counts on both sides, the slowest statements,
+CPU per result of PostgreSQL (the bench's own backends, and every postgres process of the shared
+server), the rating worker, Redis and the workers, disk written per result, the load average, and checks
+that every duel ended FINISHED and was rated exactly once (non-zero exit otherwise). The database
+(``--db``, created and migrated here) is dropped at the end unless ``--keep``. The last line is
+``results/s: N``: duels recorded and rated per second, from the start to the last rating.
 """
 
 from __future__ import annotations
@@ -751,10 +758,10 @@ def _processes() -> Iterator[tuple[int, int, str, float]]:
         yield int(pid), int(fields[1]), head.partition("(")[2], cpu
 
 
-def cpu_seconds(rater_pid: int) -> tuple[float, float, float]:
+def cpu_seconds(rater_pid: int) -> tuple[float, float, float, float]:
     """CPU seconds so far of (every PostgreSQL process, the rater's process tree, the rater's main process
-    alone). PostgreSQL is a shared server here: its figure includes other databases' activity; the bench
-    prints deltas over its window."""
+    alone, the Redis server). PostgreSQL and Redis are shared servers here: their figures include other
+    users' activity; the bench prints deltas over its window."""
     procs = list(_processes())
     parent = {pid: ppid for pid, ppid, _, _ in procs}
 
@@ -768,7 +775,19 @@ def cpu_seconds(rater_pid: int) -> tuple[float, float, float]:
     pg = sum(cpu for _, _, name, cpu in procs if name.startswith("postgres"))
     rater = sum(cpu for pid, _, _, cpu in procs if in_tree(pid))
     main = sum(cpu for pid, _, _, cpu in procs if pid == rater_pid)
-    return pg, rater, main
+    redis = sum(cpu for _, _, name, cpu in procs if name.startswith("redis-server"))
+    return pg, rater, main, redis
+
+
+def table_bytes() -> dict[str, int]:
+    """Bytes on disk (with TOAST and indexes) of the tables a result writes to."""
+    from django.db import connection
+
+    tables = ("core_match", "core_duel", "core_ratinghistory", "core_rating")
+    with connection.cursor() as cur:
+        sql = "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname = ANY(%s)"
+        cur.execute(sql, [list(tables)])
+        return dict(cur.fetchall())
 
 
 def machine_busy_seconds() -> tuple[float, float]:
@@ -958,7 +977,8 @@ def main() -> int:
             time.sleep(0.1)
         time.sleep(2.0)  # let the spawned workers finish importing Django
         print(f"setup {time.perf_counter() - t_setup:.1f} s; measuring...", flush=True)
-        (pg0, rater0, main0), (busy0, all0) = cpu_seconds(rater.pid), machine_busy_seconds()
+        sizes0 = table_bytes()
+        (pg0, rater0, main0, redis0), (busy0, all0) = cpu_seconds(rater.pid), machine_busy_seconds()
         t0 = time.perf_counter()
         start.set()
 
@@ -970,13 +990,19 @@ def main() -> int:
 
         first_id = min(d for d, _ in duels)
         recorded_s, rated_s = wait_rated(first_id, len(duels), t0, args.timeout, healthy)
-        (pg1, rater1, main1), (busy1, all1) = cpu_seconds(rater.pid), machine_busy_seconds()
+        (pg1, rater1, main1, redis1), (busy1, all1) = cpu_seconds(rater.pid), machine_busy_seconds()
+        left_in_queue = r.llen(env["CELERY_QUEUE"])  # triggers not consumed yet when the last duel was rated
         load = os.getloadavg()
         workers = [out.get(timeout=60) for p in procs if p.exitcode in (None, 0)]
         for p in procs:
             p.join(timeout=30)
         rater_phases, counters = read_rater_stats(r, run_id)
         counters["rater_main_cpu_s"] = main1 - main0
+        counters["redis_cpu_s"] = redis1 - redis0
+        counters["left_in_queue"] = left_in_queue
+        sizes1 = table_bytes()
+        for table, size in sizes1.items():
+            counters[f"bytes {table}"] = size - sizes0.get(table, 0)
         code, rate = report(
             args, duels, workers, rater_phases, counters, rater1 - rater0, recorded_s, rated_s, load,
             pg1 - pg0, busy1 - busy0, all1 - all0,
@@ -1043,7 +1069,8 @@ def report(
     print(
         f"rating tasks: {tasks} run for {n} hints; {int(counters.get('batches', 0))} rated a batch "
         f"(mean {counters.get('rated', 0) / max(counters.get('batches', 1), 1):.1f} duels), "
-        f"{int(counters.get('empty', 0))} rated nothing (a run in progress took their duels, or none left)"
+        f"{int(counters.get('empty', 0))} rated nothing (a run in progress took their duels, or none left); "
+        f"{int(counters.get('left_in_queue', 0))} still queued when the last duel was rated (work to come)"
     )
     print()
     for line in phase_table(
@@ -1073,10 +1100,20 @@ def report(
         f"of this shared server: {per * pg_cpu:.2f}"
     )
     print(f"    simulated workers (Python, on worker machines in production): {per * worker_cpu:6.2f}")
+    print(
+        f"    Redis server (broker and cache; shared, other users included): "
+        f"{per * counters.get('redis_cpu_s', 0.0):6.2f}"
+    )
     main = counters.get("rater_main_cpu_s", 0.0)
     print(
         f"    rating Celery worker (process tree): {per * rater_cpu:6.2f} (main process, taking messages "
         f"from Redis: {per * main:.2f}; pool processes running the tasks: {per * (rater_cpu - main):.2f})"
+    )
+    grown = {k.split()[1]: v for k, v in counters.items() if k.startswith("bytes ")}
+    print(
+        f"disk per result: {sum(grown.values()) / max(n, 1) / 1024:.1f} KiB ("
+        + ", ".join(f"{t} {b / max(n, 1) / 1024:.1f}" for t, b in sorted(grown.items()))
+        + "; tables with TOAST and indexes)"
     )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in load)}")
     print(f"exactly once: {'ok' if not problems else 'FAILED: ' + '; '.join(problems)} ({json.dumps(v)})")
