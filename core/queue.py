@@ -31,6 +31,37 @@ def enqueue_on_commit(task: Any, *args: Any, countdown: float | None = None) -> 
     transaction.on_commit(lambda: send_task(task, *args, countdown=countdown))
 
 
+def rating_pending_key(environment_id: int) -> str:
+    """The shared-cache key marking "results of this environment wait for a rating round" (the protocol
+    of ``tournament_manager.rating_runs``)."""
+    return f"tournament_manager:rating-run:{environment_id}:pending"
+
+
+def trigger_rating_on_commit(environment_id: int) -> None:
+    """After commit, ask for a rating round of ``environment_id`` (``RATING_TASK_NAME``), once per pending
+    batch: with a shared cache (Redis) the trigger is sent only by the result that sets the pending mark;
+    the run in progress, or the trigger already on its way, rates the others. A lost trigger is re-sent by
+    the reaper for duels left unrated."""
+    from django.conf import settings
+
+    task = settings.RATING_TASK_NAME
+    if not task:
+        return
+
+    def send() -> None:
+        from django.core.cache import cache
+
+        shared = "redis" in settings.CACHES["default"]["BACKEND"].lower()
+        try:
+            if shared and not cache.add(rating_pending_key(environment_id), 1, timeout=30):
+                return
+        except Exception:  # the cache is down: send anyway, a duplicate trigger is harmless
+            log.warning("cannot mark environment %s pending; sending its rating trigger", environment_id)
+        send_task(task, environment_id)
+
+    transaction.on_commit(send)
+
+
 def broker_queue_size(queue: str | None = None) -> int | None:
     """Messages waiting in the broker queue (``None`` if the broker cannot be asked)."""
     from django.conf import settings

@@ -20,9 +20,9 @@ The protocol, over the shared cache (Redis in production), with two keys per env
   ``pending`` once more and sends a fresh trigger if a mark arrived in between.
 
 A duel is committed before its trigger is sent, so the mark its trigger leaves is seen by a round that
-starts after the commit: no duel waits for a trigger that will never come. A producer may also set the
-mark itself (``cache.add`` after its commit) and send the trigger only when the mark was not set yet: the
-run in progress, or the trigger already on its way, then takes its duel.
+starts after the commit: no duel waits for a trigger that will never come. ``core`` sets the mark itself
+(``core.queue.trigger_rating_on_commit``: ``cache.add`` after its commit) and sends the trigger only when
+the mark was not set yet: the run in progress, or the trigger already on its way, then takes its duel.
 
 Exactly once does not depend on any of this: rounds run under the environment's row lock and mark their
 duels rated in the same transaction (:func:`tournament_manager.actions.rate_pending_duels`). The worst a
@@ -39,6 +39,8 @@ from collections.abc import Callable
 
 from django.core.cache import cache
 
+from core.queue import rating_pending_key
+
 #: Duels rated per round (one transaction under the environment's lock).
 ROUND_SIZE = 1000
 #: While results keep arriving, the runner's next round starts this long after the previous one.
@@ -51,8 +53,9 @@ Schedule = Callable[[str | None, float], None]
 
 
 def pending_key(environment_id: int) -> str:
-    """The cache key marking "results of this environment are waiting for a rating round"."""
-    return f"tournament_manager:rating-run:{environment_id}:pending"
+    """The cache key marking "results of this environment are waiting for a rating round" (defined in
+    ``core.queue``, whose ``trigger_rating_on_commit`` sets it when a result is stored)."""
+    return rating_pending_key(environment_id)
 
 
 def _running_key(environment_id: int) -> str:

@@ -13,7 +13,7 @@ from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
 from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed, requeue_failed_job
 from core.models import Duel, Match, Revision, Tournament
-from core.queue import enqueue_on_commit
+from core.queue import enqueue_on_commit, trigger_rating_on_commit
 
 #: A result is accepted while the claim's generation is current: running, re-queued by the reaper while
 #: its worker was cut off, or even FAILED that way (nobody else played it since; its result is real).
@@ -150,8 +150,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
                 counters["duels_failed"] = F("duels_failed") - 1
             Tournament.objects.filter(pk=duel.tournament_id).update(**counters)
         pause_erring_players(duel)
-        if settings.RATING_TASK_NAME:
-            enqueue_on_commit(settings.RATING_TASK_NAME, duel.environment_id)
+        trigger_rating_on_commit(duel.environment_id)
     return True
 
 
