@@ -9,6 +9,7 @@ that is renamed into place at the end, so a half-extracted submission is never v
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -53,7 +54,12 @@ def extract_zip(validated: ValidatedZip, dest: Path) -> Path:
     try:
         tmp.chmod(0o755)
         _write_entries(validated, tmp)
-        os.rename(tmp, dest)
+        try:
+            os.rename(tmp, dest)
+        except OSError as exc:  # another process renamed its extraction into place first
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise FileExistsError(f"{dest} already exists") from exc
+            raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -221,6 +221,26 @@ def test_local_backend_reuses_an_earlier_extraction(tmp_path: Path) -> None:
     assert first.agent_ref == second.agent_ref
 
 
+def _build_at_once(args: tuple[str, str, object]) -> tuple[bool, str, str]:
+    archive, work, barrier = args
+    barrier.wait()  # type: ignore[attr-defined]
+    result = build_submission(Path(archive), backend="local", work_dir=Path(work))
+    return result.ok, result.agent_ref, result.error
+
+
+def test_the_same_content_built_by_many_processes_at_once_is_extracted_once(tmp_path: Path) -> None:
+    import multiprocessing
+
+    archive = make_zip(tmp_path / "upload.zip", [("player.py", PLAYER), ("lib/data.bin", b"x" * 200_000)])
+    with multiprocessing.Manager() as manager:
+        barrier = manager.Barrier(8)
+        with multiprocessing.get_context("fork").Pool(8) as pool:
+            results = pool.map(_build_at_once, [(str(archive), str(tmp_path / "work"), barrier)] * 8)
+    assert all(ok for ok, _, _ in results), [error for _, _, error in results]
+    assert len({ref for _, ref, _ in results}) == 1
+    assert [p.name for p in (tmp_path / "work").iterdir()] == [Path(results[0][1]).name]  # no leftovers
+
+
 def test_build_submission_reports_a_bad_zip_without_raising(tmp_path: Path) -> None:
     archive = make_zip(tmp_path / "upload.zip", [("bot.py", PLAYER)])
     result = build_submission(archive, backend="local", work_dir=tmp_path / "work")
