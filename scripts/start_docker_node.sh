@@ -121,6 +121,18 @@ pick_storage_driver() {
     fi
 }
 
+# Put the host's docker0 back (same IPv4 addresses, up) if this node's dockerd deleted it.
+restore_host_bridge() {
+    local addrs="$1"
+    [ -n "$addrs" ] || return 0
+    ip link show docker0 >/dev/null 2>&1 && return 0
+    log "the main engine's docker0 bridge was deleted by this engine's start: recreating it"
+    ip link add docker0 type bridge || return 0
+    local addr
+    for addr in $addrs; do ip addr add "$addr" dev docker0 || true; done
+    ip link set docker0 up || true
+}
+
 start_containerd() {
     local pid
     if pid="$(containerd_pid)"; then
@@ -167,6 +179,13 @@ start_node() {
         return 0
     fi
     start_containerd
+    # A dockerd started with --bridge=none deletes the host's docker0 link at start-up (moby's
+    # removeDefaultBridgeInterface), which the machine's main engine needs for builds and bridged
+    # containers: note its addresses now and put it back once this engine is up.
+    local host_bridge_addrs=""
+    if ip link show docker0 >/dev/null 2>&1; then
+        host_bridge_addrs="$(ip -o -4 addr show docker0 | awk '{print $4}')"
+    fi
     if ! dockerd_pid >/dev/null; then
         local driver
         driver="$(pick_storage_driver)"
@@ -200,6 +219,7 @@ start_node() {
         [ "$SECONDS" -lt "$deadline" ] || { tail -n 30 "$LOG" >&2; die "the engine did not answer within ${WAIT_S}s"; }
         sleep 0.2
     done
+    restore_host_bridge "$host_bridge_addrs"
     log "ready: $HOST, storage $(docker -H "$HOST" info --format '{{.Driver}}' 2>/dev/null)"
     echo "$HOST"
 }

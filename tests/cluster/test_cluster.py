@@ -6,7 +6,9 @@ what it needs, so any one of them also runs alone (``-k``).
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -131,6 +133,16 @@ def test_each_node_is_an_independent_docker_engine(cluster: Cluster) -> None:
     for key in cluster.nodes:
         status = wait_until(lambda key=key: worker_status(cluster, key), 60, f"node {key} to report")
         assert status.healthy and status.host == cluster[key].name, status
+
+
+def test_the_machines_main_engine_keeps_its_bridge(cluster: Cluster) -> None:
+    """A dockerd started with --bridge=none deletes the host's docker0 at start; the node script puts it
+    back, or the main engine could no longer build images nor run bridged containers."""
+    main_env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+    inspect = subprocess.run(["docker", "network", "inspect", "bridge"], capture_output=True, env=main_env)
+    if inspect.returncode != 0:
+        pytest.skip("the main engine runs without a bridge network")
+    assert subprocess.run(["ip", "link", "show", "docker0"], capture_output=True).returncode == 0
 
 
 def test_an_agent_built_on_node_a_plays_on_node_b(cluster: Cluster) -> None:
