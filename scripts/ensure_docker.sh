@@ -94,7 +94,8 @@ else
     start_dockerd() {
         log "starting dockerd (storage driver $DRIVER${*:+, $*}, log $DOCKERD_LOG)"
         # setsid + nohup: the daemon outlives this shell and the CI step that called it.
-        setsid nohup dockerd --storage-driver "$DRIVER" "$@" >>"$DOCKERD_LOG" 2>&1 </dev/null &
+        # From /: the daemon outlives this checkout, whose folder may be deleted while it runs.
+        (cd / && exec setsid nohup dockerd --storage-driver "$DRIVER" "$@" >>"$DOCKERD_LOG" 2>&1 </dev/null) &
         DOCKERD_PID=$!
     }
     start_dockerd

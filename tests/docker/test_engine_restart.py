@@ -135,7 +135,7 @@ def _restart_engine() -> None:
         subprocess.Popen(
             engine.argv,
             env=engine.env,
-            cwd=engine.cwd,
+            cwd=engine.cwd if os.path.isdir(engine.cwd) else "/",  # its folder may be gone (an old checkout)
             stdin=devnull,
             stdout=log,
             stderr=log,
