@@ -105,17 +105,29 @@ def rebuild_revision(revision_id: int, reason: str) -> Build | None:
     return build
 
 
-def _build_failed(build: Build) -> None:
-    failed = Revision.objects.filter(
-        pk=build.revision_id, state__in=[Revision.State.UPLOADED, Revision.State.BUILDING]
-    ).update(
-        state=Revision.State.BUILD_FAILED,
-        error_message="The build could not run because of a problem on our side; it will be retried "
+def fail_revision_on_our_side(
+    revision_id: int, states: tuple[str, ...], failed_state: str, step: str
+) -> None:
+    """A job of the revision's pipeline (``step``: "build", "smoke test") ended FAILED for infrastructure
+    faults: the revision, if still in one of ``states``, takes ``failed_state`` with a message saying it
+    was our problem, and its owner is told (same transaction)."""
+    failed = Revision.objects.filter(pk=revision_id, state__in=states).update(
+        state=failed_state,
+        error_message=f"The {step} could not run because of a problem on our side; it will be retried "
         "automatically, and an operator can re-queue it.",
         updated_at=timezone.now(),
     )
     if failed:
-        notify_revision_failed(Revision.objects.get(pk=build.revision_id))
+        notify_revision_failed(Revision.objects.get(pk=revision_id))
+
+
+def _build_failed(build: Build) -> None:
+    fail_revision_on_our_side(
+        build.revision_id,
+        (Revision.State.UPLOADED, Revision.State.BUILDING),
+        Revision.State.BUILD_FAILED,
+        "build",
+    )
 
 
 def fail_build(

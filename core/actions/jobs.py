@@ -272,10 +272,3 @@ def requeue_failed_job(model: type[J], job_id: int, *, automatic: bool) -> J | N
         return None
     enqueue_on_commit(model.task_name, job_id)
     return model.objects.get(pk=job_id)
-
-
-def lease_is_expired(job: FencedWork, before: datetime) -> bool:
-    """Whether ``job`` is running with a lease that ended before ``before`` (display only; the actions
-    compare with the database's clock)."""
-    state = getattr(job, job.state_field)
-    return state == job.running_state and job.lease_expires_at is not None and job.lease_expires_at < before

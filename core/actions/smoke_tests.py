@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.actions.builds import fail_revision_on_our_side
 from core.actions.competitors import resume_after_new_revision
 from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed
 from core.actions.notifications import notify_revision_failed
@@ -78,16 +79,12 @@ def finish_smoke_test(
 
 
 def _smoke_test_failed(smoke: SmokeTest) -> None:
-    failed = Revision.objects.filter(
-        pk=smoke.revision_id, state__in=[Revision.State.BUILT, Revision.State.TESTING]
-    ).update(
-        state=Revision.State.TEST_FAILED,
-        error_message="The smoke test could not run because of a problem on our side; it will be retried "
-        "automatically, and an operator can re-queue it.",
-        updated_at=timezone.now(),
+    fail_revision_on_our_side(
+        smoke.revision_id,
+        (Revision.State.BUILT, Revision.State.TESTING),
+        Revision.State.TEST_FAILED,
+        "smoke test",
     )
-    if failed:
-        notify_revision_failed(Revision.objects.get(pk=smoke.revision_id))
 
 
 def fail_smoke_test(
