@@ -2,13 +2,14 @@
 
     .venv/bin/python benchmarks/bench_control_plane.py [--duels 3000] [--workers 8] [--raters 2]
         [--competitors 200] [--games 1] [--history 0] [--heartbeats 0] [--live-writes 0]
-        [--conn-max-age 0] [--experiment NAME] [--keep] [--json FILE] [--profile DIR]
+        [--conn-max-age N] [--experiment NAME] [--keep] [--json FILE] [--profile DIR]
 
 What runs is what a fleet runs, against PostgreSQL and Redis:
 
-- ``--workers`` simulated worker processes (each its own process and database connection, opened and
-  closed per duel as Celery's Django fix-up does with ``DATABASE_CONN_MAX_AGE=0``, kept with
-  ``--conn-max-age``) take duel ids from a Redis list and run each through the real job runner
+- ``--workers`` simulated worker processes (each its own process and database connection, kept for
+  ``--conn-max-age`` seconds as Celery's Django fix-up does, by default ``example.env``'s value; opened
+  and closed per duel with ``--conn-max-age 0``) take duel ids from a Redis list and run each through the
+  real job runner
   (``core.jobs.runner.run_job``) with the duel job kind of :func:`duel_job`, whose work returns a finished
   duel JSON instead of playing: the fenced claim (``core.actions.claim_duel``), the heartbeat thread,
   ``--heartbeats`` lease extensions and ``--live-writes`` stores of the matches so far (what a longer duel
@@ -57,6 +58,16 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def shipped_conn_max_age() -> int:
+    """``DATABASE_CONN_MAX_AGE`` as ``example.env`` ships it: the configuration operators run."""
+    for line in (REPO / "example.env").read_text().splitlines():
+        if line.startswith("DATABASE_CONN_MAX_AGE="):
+            return int(line.split("=", 1)[1])
+    return 0
+
+
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -99,7 +110,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--live-writes", type=int, default=0, help="stores of the matches so far per duel (1 s apart live)"
     )
     p.add_argument("--tie-fit-delay", type=float, default=60.0, help="tie-fit debounce, s (as production)")
-    p.add_argument("--conn-max-age", type=int, default=0, help="DATABASE_CONN_MAX_AGE of every process")
+    p.add_argument(
+        "--conn-max-age",
+        type=int,
+        default=shipped_conn_max_age(),
+        help="DATABASE_CONN_MAX_AGE of every process (default: the value example.env ships)",
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     p.add_argument("--db", default="rl_arena_bench_cp")
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server URL, no db name")
