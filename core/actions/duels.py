@@ -12,6 +12,7 @@ from django.utils import timezone
 from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
 from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed, requeue_failed_job
+from core.actions.pair_records import count_duel_result
 from core.models import Duel, Match, Revision, Tournament
 from core.queue import enqueue_on_commit, trigger_rating_on_commit
 
@@ -144,6 +145,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         duel.save()
         Match.objects.filter(duel=duel).delete()  # the rows shown while it ran, if any
         Match.objects.bulk_create(matches)
+        count_duel_result(duel)  # per-pair counts for the tie fit and head to head
         if duel.tournament_id is not None:
             counters: dict[str, Any] = {"duels_finished": F("duels_finished") + 1}
             if was_failed:

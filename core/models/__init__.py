@@ -5,6 +5,7 @@ from core.models.duel import Duel, Match
 from core.models.environment import Environment
 from core.models.jobs import FencedWork, JobState, LeasedJob
 from core.models.notification import Notification
+from core.models.pairs import PairRecord
 from core.models.pipeline import Build, SmokeTest
 from core.models.play import PlaySession
 from core.models.rating import Rating, RatingHistory
@@ -22,6 +23,7 @@ __all__ = [
     "LeasedJob",
     "Match",
     "Notification",
+    "PairRecord",
     "PlaySession",
     "Rating",
     "RatingHistory",
