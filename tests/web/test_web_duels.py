@@ -32,15 +32,18 @@ def test_a_win_by_the_opponents_errors_says_so(client, pair):
     assert "Wins</dt><dd>0" not in html  # the old "Wins 0 · Score 6.0"
 
 
-def test_match_errors_name_the_player_and_count_its_own_moves(client, pair):
+def test_match_errors_name_the_player_and_count_its_own_moves(client, pair, bob):
     solid, flaky = pair
     duel = factories.error_duel(solid, flaky, erring=2, kind="CRASH", num_matches=2)
     html = client.get(reverse("web:duel", args=[duel.pk])).content.decode()
-    # Match 0: solid moved first, flaky crashed on move 2 of the match, its 1st.
-    assert "flaky (player 2) raised RuntimeError at move 2 of the match (its 1st move)" in html
+    # Match 0: solid moved first, flaky crashed on move 2 of the match; everyone reads the platform's words.
+    assert "flaky (player 2) crashed (its code raised an exception or its process ended), after 1" in html
+    assert "RuntimeError" not in html
     assert "flaky erred" in html  # the result column names who erred
     match = duel.matches.get(index=0)
+    client.force_login(bob)  # flaky's owner reads the referee's text, its moves counted as its own
     page = client.get(reverse("web:match", args=[match.pk])).content.decode()
+    assert "flaky (player 2) raised RuntimeError at move 2 of the match (its 1st move)" in page
     assert (
         '<pre class="code-error">Traceback (most recent call last):\n  File &quot;/agent/player.py&quot;'
         in page

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from core.models import Competitor, Duel, Environment, Match, Revision
 from tournament_manager.leaderboard import LeaderboardRow
+from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
 from web.forms import check_upload
 from web.queries import can_see_private
 
@@ -248,9 +249,13 @@ class DuelPlayerSerializer(serializers.ModelSerializer):
 
 
 class MatchBriefSerializer(serializers.ModelSerializer):
-    """A match without its states (see the replay endpoint)."""
+    """A match without its states (see the replay endpoint). ``error_msg`` is the platform's sentence;
+    ``error_detail`` the referee's text, for the owner of the agent that erred and staff (else ``null``).
+    Expects ``match.duel`` with both players joined (the duel's prefetch sets it)."""
 
     replay_url = serializers.SerializerMethodField()
+    error_msg = serializers.SerializerMethodField()
+    error_detail = serializers.SerializerMethodField()
 
     class Meta:
         model = Match
@@ -260,11 +265,30 @@ class MatchBriefSerializer(serializers.ModelSerializer):
             "result",
             "error_kind",
             "error_msg",
+            "error_detail",
             "first_player",
             "player_1_score",
             "player_2_score",
             "replay_url",
         ]
+
+    @staticmethod
+    def _names(obj: Match) -> tuple[str, str]:
+        return obj.duel.revision_1.competitor.name, obj.duel.revision_2.competitor.name
+
+    def get_error_msg(self, obj: Match) -> str:
+        """What happened, in the platform's words (no agent output)."""
+        return match_sentence(obj.result, obj.error_kind, self._names(obj), len(obj.actions or []))
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_error_detail(self, obj: Match) -> str | None:
+        """The referee's text (exception, traceback, stderr): the erring agent's owner and staff only."""
+        request = self.context.get("request")
+        d = obj.duel
+        owners = (d.revision_1.competitor.owner_id, d.revision_2.competitor.owner_id)
+        return match_detail(
+            obj.result, obj.error_msg, getattr(request, "user", None), owners, self._names(obj)
+        )
 
     def get_replay_url(self, obj: Match) -> str:
         """The replay JSON."""
@@ -309,13 +333,25 @@ class DuelSerializer(serializers.ModelSerializer):
 
 
 class DuelDetailSerializer(DuelSerializer):
-    """A duel with its matches."""
+    """A duel with its matches. ``error_msg``: why it could not be played, in the platform's words;
+    ``error_detail``: our own error text, staff only."""
 
     matches = MatchBriefSerializer(many=True, read_only=True)
-    error_msg = serializers.CharField()
+    error_msg = serializers.SerializerMethodField()
+    error_detail = serializers.SerializerMethodField()
 
     class Meta(DuelSerializer.Meta):
-        fields = [*DuelSerializer.Meta.fields, "error_msg", "matches"]
+        fields = [*DuelSerializer.Meta.fields, "error_msg", "error_detail", "matches"]
+
+    def get_error_msg(self, obj: Duel) -> str:
+        """Why the duel has no result (empty when it has one)."""
+        return duel_sentence(obj.result, obj.error_msg)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_error_detail(self, obj: Duel) -> str | None:
+        """Our own error text (staff only)."""
+        request = self.context.get("request")
+        return duel_detail(obj.error_msg, getattr(request, "user", None))
 
 
 class ReplaySerializer(serializers.Serializer):
@@ -330,7 +366,10 @@ class ReplaySerializer(serializers.Serializer):
     first_player = serializers.CharField()
     result = serializers.CharField()
     error_kind = serializers.CharField(allow_blank=True)
-    error_msg = serializers.CharField(allow_blank=True)
+    error_msg = serializers.CharField(allow_blank=True, help_text="The platform's sentence about an error.")
+    error_detail = serializers.CharField(
+        allow_null=True, help_text="The referee's text: the erring agent's owner and staff only, else null."
+    )
     player_1_score = serializers.FloatField()
     player_2_score = serializers.FloatField()
     result_text = serializers.CharField(help_text='The result in words, e.g. "minimax won".')
@@ -363,12 +402,20 @@ class DuelReplaysSerializer(DuelSerializer):
     """A duel with every match's replay; player logs are ``null`` unless the caller owns that side."""
 
     error_msg = serializers.CharField()
+    error_detail = serializers.CharField(allow_null=True)
     matches = ReplaySerializer(many=True)
     player_1_log = serializers.CharField(allow_null=True)
     player_2_log = serializers.CharField(allow_null=True)
 
     class Meta(DuelSerializer.Meta):
-        fields = [*DuelSerializer.Meta.fields, "error_msg", "matches", "player_1_log", "player_2_log"]
+        fields = [
+            *DuelSerializer.Meta.fields,
+            "error_msg",
+            "error_detail",
+            "matches",
+            "player_1_log",
+            "player_2_log",
+        ]
 
 
 class ApiRootSerializer(serializers.Serializer):

@@ -25,6 +25,7 @@ from core.models import Competitor, Duel, Environment, Match, Revision
 from web import account_actions, queries, ratelimit
 from web.api import serializers as s
 from web.api.renderers import RENDERERS
+from web.error_privacy import duel_detail, duel_sentence
 from web.logtext import scrub_paths
 from web.progress import smoke_verdict
 from web.views.pages import match_queryset, replay_data
@@ -313,8 +314,9 @@ class DuelDetail(generics.RetrieveAPIView):
     serializer_class = s.DuelDetailSerializer
 
     def get_queryset(self) -> QuerySet[Duel]:
-        """Matches pre-fetched without their large JSON columns."""
-        matches = Match.objects.order_by("index").defer("states", "actions", "move_times")
+        """Matches pre-fetched without their large JSON columns (the actions count the moves for an
+        error's sentence)."""
+        matches = Match.objects.order_by("index").defer("states", "move_times")
         return _duels().prefetch_related(Prefetch("matches", queryset=matches))
 
 
@@ -333,13 +335,14 @@ class DuelReplays(APIView):
         matches = list(duel.matches.order_by("index"))
         for m in matches:
             m.duel = duel
-        data["matches"] = [replay_data(m) for m in matches]
+        data["matches"] = [replay_data(m, request.user) for m in matches]
         owners = [duel.revision_1.competitor.owner_id, duel.revision_2.competitor.owner_id]
         allowed = [
             f"player_{i + 1}_log" for i in range(2) if queries.can_see_private(request.user, owners[i])
         ]
-        extra = Duel.objects.filter(pk=duel.pk).values("error_msg", *allowed).get()
-        data["error_msg"] = extra["error_msg"]
+        extra = Duel.objects.filter(pk=duel.pk).values("result", "error_msg", *allowed).get()
+        data["error_msg"] = duel_sentence(extra["result"], extra["error_msg"])
+        data["error_detail"] = duel_detail(extra["error_msg"], request.user)
         for i in range(2):
             key = f"player_{i + 1}_log"
             data[key] = scrub_paths(extra[key]) if key in allowed else None
@@ -356,7 +359,7 @@ class MatchReplay(APIView):
     def get(self, request: Request, pk: int) -> Response:
         """One query."""
         match = get_object_or_404(match_queryset(), pk=pk)
-        return Response(replay_data(match))
+        return Response(replay_data(match, request.user))
 
 
 class ObtainToken(APIView):

@@ -20,6 +20,7 @@ from web.charts import rating_chart
 from web.duels import headline as duel_headline
 from web.duels import outcome_for as duel_outcome_for
 from web.duels import sides as duel_sides
+from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
 from web.progress import build_verdict, revision_progress, smoke_verdict
 from web.rendering import render_markdown
 from web.replays import match_result_text, replay_states
@@ -304,16 +305,19 @@ def _duel_matches(d: Duel) -> list[Match]:
             "index",
             "result",
             "error_kind",
-            "error_msg",
             "first_player",
             "player_1_score",
             "player_2_score",
+            "actions",
         )
     )
 
 
 def _duel_context(request: HttpRequest, d: Duel) -> dict:
     matches = _duel_matches(d)
+    names = (d.revision_1.competitor.name, d.revision_2.competitor.name)
+    for m in matches:  # the public sentence; the referee's text stays on the match page for its owner
+        m.public_error = match_sentence(m.result, m.error_kind, names, len(m.actions or []))
     side_1, side_2 = duel_sides(d, matches)
     live = d.state in (Duel.State.QUEUED, Duel.State.RUNNING)
     return {
@@ -325,6 +329,8 @@ def _duel_context(request: HttpRequest, d: Duel) -> dict:
         "live": live,
         "expected_matches": d.num_matches or d.environment.matches_per_duel,
         "refresh_seconds": DUEL_REFRESH_SECONDS,
+        "duel_error": duel_sentence(d.result, d.error_msg),
+        "duel_error_detail": duel_detail(d.error_msg, request.user),
     }
 
 
@@ -362,8 +368,12 @@ def duel_matches(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-def replay_data(match: Match) -> dict:
+def replay_data(match: Match, viewer: Any = None) -> dict:
     """The replay JSON shared by the match page and ``/api/matches/<id>/replay/``.
+
+    ``error_msg`` is the platform's sentence about an error (everyone); ``error_detail`` the referee's
+    text (the agent's exception, traceback, stderr) when ``viewer`` owns the agent that erred or is staff,
+    else ``None`` (``web.error_privacy``).
 
     ``states[0]`` is the position before the first move and ``states[i]`` the one after ``actions[i-1]``
     (the referee stores only the states after each action; the initial one is added here). ``moves[i]``
@@ -385,7 +395,14 @@ def replay_data(match: Match) -> dict:
         "result": match.result,
         "result_text": match_result_text(match, names),
         "error_kind": match.error_kind,
-        "error_msg": match.error_msg,
+        "error_msg": match_sentence(match.result, match.error_kind, names, len(match.actions or [])),
+        "error_detail": match_detail(
+            match.result,
+            match.error_msg,
+            viewer,
+            (d.revision_1.competitor.owner_id, d.revision_2.competitor.owner_id),
+            (names[0], names[1]),
+        ),
         "player_1_score": match.player_1_score,
         "player_2_score": match.player_2_score,
         "states": states,
@@ -412,7 +429,7 @@ def match(request: HttpRequest, pk: int) -> HttpResponse:
         "match": m,
         "duel": m.duel,
         "environment": m.duel.environment,
-        "replay": replay_data(m),
+        "replay": replay_data(m, request.user),
         "renderer_path": f"games/{m.duel.environment.slug}/renderer.js",
         "previous_match": siblings[pos - 1][0] if pos > 0 else None,
         "next_match": siblings[pos + 1][0] if pos + 1 < len(siblings) else None,

@@ -22,6 +22,7 @@ from core.actions.challenge import issue_challenge
 from core.actions.play import IllegalMoveError, human_move, inactivity_timeout, start_play_session
 from core.models import PlaySession
 from web import queries
+from web.error_privacy import play_detail, play_sentence
 from web.replays import replay_states
 
 
@@ -57,7 +58,13 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
         "result": session.result,
         "result_display": session.get_result_display() if session.result else "",
         "error_kind": session.error_kind,
-        "error_msg": session.error_msg,
+        # Everyone: the platform's sentence; the agent's error and stderr only to its owner and staff.
+        "error_msg": play_sentence(
+            session.result, session.error_kind, agent, session.moves, session.error_msg
+        ),
+        "error_detail": play_detail(
+            session.result, session.error_msg, user, session.revision.competitor.owner_id
+        ),
         "human_seat": session.human_seat,
         "moves": session.moves,
         "state": session.state,

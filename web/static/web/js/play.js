@@ -26,6 +26,7 @@
     this.board = root.querySelector("[data-testid=play-board]");
     this.status = root.querySelector("[data-testid=play-status]");
     this.error = root.querySelector("[data-testid=play-error]");
+    this.agentSentence = root.querySelector("[data-testid=play-end-reason]");
     this.agentError = root.querySelector("[data-testid=play-agent-error]");
     this.sending = false;
     this.timer = null;
@@ -55,8 +56,12 @@
     this.status.textContent = this.statusText(d);
     this.root.setAttribute("data-status", d.status);
     this.root.setAttribute("data-result", d.result || "");
-    if (d.error_msg) {
-      this.agentError.textContent = d.error_msg;
+    if (d.error_msg) {  // the platform's sentence, for everyone
+      this.agentSentence.textContent = d.error_msg;
+      this.agentSentence.hidden = false;
+    }
+    if (d.error_detail) {  // the agent's own error and stderr: only sent to its owner and staff
+      this.agentError.textContent = d.error_detail;
       this.agentError.hidden = false;
     }
     if (d.status === "FINISHED") this.showReplay();
