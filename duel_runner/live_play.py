@@ -33,109 +33,15 @@ from core.actions.play import (
 from core.db import retry_on_db_error
 from core.jobs.runner import JobKind, run_job
 from core.models import PlaySession
-from run_duel.outcomes import ErrorKind
+from run_duel.seat import PlayerFault, Seat
 
 log = logging.getLogger(__name__)
 
 AGENT_ERROR = PlaySession.Result.AGENT_ERROR
 ABANDONED = PlaySession.Result.ABANDONED
 FAILED = PlaySession.Result.FAILED
-#: Characters of the agent's stderr quoted in an error message shown to the person.
-ERROR_LOG_CHARS = 1500
-
-
-class AgentFault(Exception):
-    """The agent broke a rule; ``kind`` is the referee's error kind (TIMEOUT, CRASH, ...)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-
-class LiveAgent:
-    """One agent process speaking the harness protocol (``run_duel/README.md``) for a single match."""
-
-    def __init__(self, proc: Any, limits: Any, seat: int) -> None:
-        self.proc = proc
-        self.limits = limits
-        self.seat = seat
-        self.started = False
-
-    def _ask(self, message: dict[str, Any], timeout: float, where: str) -> dict[str, Any]:
-        from run_duel.channel import ChannelError
-
-        try:
-            self.proc.channel.send(message, timeout)
-            return self.proc.channel.recv(timeout, self.limits.max_message_bytes)
-        except ChannelError as exc:
-            raise AgentFault(
-                ErrorKind.BAD_OUTPUT if exc.kind == "PROTOCOL" else exc.kind, f"{where}: {exc}"
-            ) from exc
-
-    def await_ready(self) -> None:
-        """Wait for ``ready`` (``init_timeout``); an import error or a slow start is the agent's fault."""
-        from run_duel.channel import ChannelError
-
-        try:
-            reply = self.proc.channel.recv(self.limits.init_timeout, self.limits.max_message_bytes)
-        except ChannelError as exc:
-            kind = ErrorKind.BAD_OUTPUT if exc.kind == "PROTOCOL" else exc.kind
-            raise AgentFault(kind, f"the agent did not start: {exc}") from exc
-        if reply.get("type") == "error":
-            raise AgentFault(
-                ErrorKind.CRASH,
-                f"player.py raised {reply.get('exception')} while starting:\n{reply.get('message', '')}",
-            )
-        if reply.get("type") != "ready":
-            raise AgentFault(ErrorKind.BAD_OUTPUT, f"the agent sent {str(reply)[:200]} instead of ready")
-
-    def choose(self, observation: list[Any], legal: list[int], move: int) -> tuple[int, float]:
-        """The agent's action for the current state and how long it took (the game's move deadline)."""
-        if self.started:
-            msg = {"type": "step", "state": observation, "valid_actions": legal, "reward": 0.0}
-        else:
-            msg = {"type": "start", "state": observation, "valid_actions": legal}
-            self.started = True
-        t0 = time.perf_counter()
-        reply = self._ask(msg, self.limits.move_timeout, f"at move {move + 1}")
-        elapsed = time.perf_counter() - t0
-        if reply.get("type") == "error":
-            raise AgentFault(
-                ErrorKind.CRASH,
-                f"the agent raised {reply.get('exception')} at move {move + 1}:\n{reply.get('message', '')}",
-            )
-        action = reply.get("action") if reply.get("type") == "action" else None
-        if type(action) is not int or action not in legal:
-            shown = str(reply.get("action", reply))[:80]
-            raise AgentFault(
-                ErrorKind.INVALID_ACTION, f"the agent played {shown} at move {move + 1}, not a legal move"
-            )
-        return action, elapsed
-
-    def end(self, observation: list[Any], reward: float) -> None:
-        """Tell the agent the match is over (if it played); a failure here changes nothing."""
-        if not self.started:
-            return
-        self.started = False
-        try:
-            self._ask(
-                {"type": "end", "state": observation, "reward": reward}, self.limits.move_timeout, "end"
-            )
-        except AgentFault as fault:
-            log.info("agent failed at end: %s", fault.message)
-
-    def close(self) -> None:
-        """Say ``close``, give it a moment, then kill whatever is left (idempotent)."""
-        from run_duel.channel import ChannelError
-
-        try:
-            self.proc.channel.send({"type": "close"}, 0.1)
-            self.proc.wait_exit(0.2)
-        except ChannelError:
-            pass
-        finally:
-            self.proc.kill()
+#: How long the agent may take to close its channel after ``close`` before it is killed.
+CLOSE_GRACE_S = 0.2
 
 
 def _limits(slug: str) -> Any:
@@ -151,10 +57,6 @@ def _limits(slug: str) -> Any:
         init_timeout=float(info.init_time_limit),
         move_timeout=float(info.move_time_limit),
     )
-
-
-def _tail(text: str) -> str:
-    return text if len(text) <= ERROR_LOG_CHARS else "..." + text[-ERROR_LOG_CHARS:]
 
 
 def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
@@ -173,17 +75,15 @@ def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
     poll_s = play_setting("PLAY_POLL_SECONDS", 0.1)
     idle_s = inactivity_timeout()
     sandbox = get_sandbox(settings.SANDBOX)
-    agent: LiveAgent | None = None
+    seat = Seat(session.agent_seat, sandbox, spec, name="the agent")
     try:
-        agent = LiveAgent(sandbox.launch(spec), limits, session.agent_seat)
         try:
-            agent.await_ready()
-            outcome = _loop(claim, game, agent, poll_s, idle_s)
-        except AgentFault as fault:
-            stderr = agent.proc.stderr_log()
-            message = fault.message + (
-                f"\nLast lines of the agent's stderr:\n{_tail(stderr)}" if stderr else ""
-            )
+            seat.spawn()
+            seat.await_ready()
+            if seat.fatal is not None:
+                raise seat.fatal
+            outcome = _loop(claim, game, seat, poll_s, idle_s)
+        except PlayerFault as fault:
             retry_on_db_error(
                 partial(
                     end_play_session,
@@ -191,24 +91,33 @@ def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
                     AGENT_ERROR,
                     claim=claim,
                     kind=fault.kind,
-                    message=message,
-                    log=stderr,
+                    message=fault.message,
+                    log=seat.stderr_tail(),
                 )
             )
             return {"outcome": "agent error"}
         final = PlaySession.objects.get(pk=session.pk)
         if game.is_over(final.state):
             rewards = game.rewards(final.state)
-            agent.end(game.observation(final.state, agent.seat).tolist(), rewards[agent.seat])
-        save_agent_log(claim, agent.proc.stderr_log())
+            end_fault = seat.end(game.observation(final.state, seat.index).tolist(), rewards[seat.index])
+            if end_fault is not None:
+                log.info("agent failed at end: %s", end_fault.message)
+        save_agent_log(claim, seat.stderr_tail())
         return {"outcome": outcome}
     finally:
-        if agent is not None:
-            agent.close()
+        _close(seat)
         sandbox.close()
 
 
-def _loop(claim: Claim, game: Any, agent: LiveAgent, poll_s: float, idle_s: float) -> str:
+def _close(seat: Seat) -> None:
+    """Say ``close``, give the agent a moment to close its channel, then kill whatever is left."""
+    if seat.proc is not None:
+        seat.say_close()
+        seat.proc.channel.wait_closed(CLOSE_GRACE_S)
+    seat.discard()
+
+
+def _loop(claim: Claim, game: Any, seat: Seat, poll_s: float, idle_s: float) -> str:
     """Poll the session; move on the agent's turn; stop when it is over, the person walked away, or
     another worker holds the session now."""
     session_id = claim.job_id
@@ -219,9 +128,9 @@ def _loop(claim: Claim, game: Any, agent: LiveAgent, poll_s: float, idle_s: floa
         if session.status != PlaySession.Status.PLAYING or session.generation != claim.generation:
             return "finished"
         state = session.state
-        if game.to_move(state) == agent.seat:
-            obs = game.observation(state, agent.seat).tolist()
-            action, elapsed = agent.choose(obs, game.legal_actions(state), session.moves)
+        if game.to_move(state) == seat.index:
+            obs = game.observation(state, seat.index).tolist()
+            action, elapsed = seat.move(obs, game.legal_actions(state), session.moves)
             retry_on_db_error(partial(agent_move, claim, action, elapsed))
             continue
         idle = (timezone.now() - session.last_activity_at).total_seconds()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -27,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from environments import Game, GameInfo, IllegalActionError, get_game, get_info
-from run_duel.channel import ChannelError
 from run_duel.cpu_slots import CpuSlot, claim_cpu_slot, pinning_enabled, slot_width
 from run_duel.duel_result import (
     DRAW,
@@ -41,15 +39,16 @@ from run_duel.duel_result import (
     aggregate,
 )
 from run_duel.outcomes import ErrorKind
-from run_duel.sandbox.base import AgentProcess, LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.sandbox.base import LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.seat import PlayerFault, Seat, as_action, json_preview, ordinal_move
+
+__all__ = ["MAX_RELAUNCHES", "PlayerFault", "Referee", "as_action", "json_preview", "limits_for", "play_duel"]
 
 log = logging.getLogger(__name__)
 
 MAX_RELAUNCHES = 2
 #: Characters of an agent's stderr kept in the duel JSON (``player_x_log``) and quoted in an error_msg.
 DUEL_LOG_CHARS = 16 * 1024
-ERROR_LOG_CHARS = 2000
-ERROR_LOG_LINES = 20
 #: How long agents may take to close their channel after ``close`` before they are killed (they lose
 #: nothing by it).
 CLOSE_GRACE_S = 0.1
@@ -66,134 +65,8 @@ def limits_for(info: GameInfo, base: Limits | None = None) -> Limits:
     )
 
 
-class PlayerFault(Exception):
-    """The agent broke a rule; ``kind`` is one of ``PLAYER_ERROR_KINDS``."""
-
-    def __init__(self, kind: str, message: str, *, desync: bool) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.desync = desync
-
-
 def _tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def _ordinal_move(n: int) -> str:
-    """Where a fault happened, in the erring player's own moves first: ``n`` is the index of the ply
-    (both players' moves counted), e.g. 4 -> "its move 3 (move 5 of the match)"."""
-    return f"its move {n // 2 + 1} (move {n + 1} of the match)"
-
-
-def as_action(value: object) -> object:
-    """An action as the rules take it: a JSON number equal to a whole number becomes that ``int``
-    (agents written to the rl-arena document return floats such as ``3.0``); anything else is unchanged
-    (``True`` stays a bool: JSON ``true`` is not an action)."""
-    if type(value) is float and value.is_integer():
-        return int(value)
-    return value
-
-
-class _Agent:
-    """One seat's agent across the duel: launches, relaunches, logs and a sticky failure."""
-
-    def __init__(self, index: int, sandbox: Sandbox, spec: LaunchSpec) -> None:
-        self.index = index
-        self.name = PLAYER_NAME[index]
-        self.sandbox = sandbox
-        self.spec = spec
-        self.limits = spec.limits
-        self.proc: AgentProcess | None = None
-        self.launches = 0
-        self.logs: list[str] = []
-        self.fatal: PlayerFault | None = None  # every remaining match is charged with this
-        self.started = False  # got "start" in the current match
-
-    @property
-    def relaunches(self) -> int:
-        return max(0, self.launches - 1)
-
-    def spawn(self) -> None:
-        """Start the process (raises ``SandboxError``); ``await_ready`` finishes the launch."""
-        self.launches += 1
-        self.proc = self.sandbox.launch(self.spec)
-
-    def await_ready(self) -> None:
-        """Wait for ``ready``; on failure the agent is marked fatal (charged for every remaining match)."""
-        assert self.proc is not None
-        try:
-            reply = self.proc.channel.recv(self.limits.init_timeout, self.limits.max_message_bytes)
-        except ChannelError as exc:
-            fault = self.fault_from_channel(exc, "while starting (importing player.py and building Player)")
-            self.fatal = PlayerFault(fault.kind, fault.message, desync=True)
-            self.discard()
-            return
-        if reply.get("type") == "ready":
-            return
-        if reply.get("type") == "error":
-            kind = ErrorKind.MEMORY_LIMIT if reply.get("exception") == "MemoryError" else ErrorKind.CRASH
-            name = reply.get("exception")
-            message = f"{self.name} failed to start: player.py raised {name}:\n{reply.get('message', '')}"
-        else:
-            kind, message = (
-                ErrorKind.BAD_OUTPUT,
-                f"{self.name} sent {str(reply)[:200]} instead of ready while starting",
-            )
-        self.discard()
-        self.fatal = PlayerFault(kind, self.with_log(message), desync=True)
-
-    def discard(self) -> None:
-        """Kill the process, then keep its stderr tail (complete once it is dead: the local sandbox drains
-        the pipe and the Docker sandbox fetches the log as part of ``kill``)."""
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        proc.kill()
-        text = proc.stderr_log()
-        if text:
-            self.logs.append(text)
-
-    def stderr_tail(self) -> str:
-        parts = list(self.logs)
-        if self.proc is not None:
-            parts.append(self.proc.stderr_log())
-        return "\n--- relaunched ---\n".join(p for p in parts if p)
-
-    def with_log(self, message: str) -> str:
-        lines = self.stderr_tail().rstrip().splitlines()[-ERROR_LOG_LINES:]
-        tail = _tail(
-            "\n".join(line if len(line) <= 200 else line[:200] + "..." for line in lines), ERROR_LOG_CHARS
-        )
-        return f"{message}\nLast lines of stderr:\n{tail}" if tail else f"{message}\n(stderr was empty)"
-
-    def fault_from_channel(self, exc: ChannelError, where: str) -> PlayerFault:
-        """Turn a channel failure into the player's fault, looking at how the process ended."""
-        kind = exc.kind
-        message = str(exc)
-        if kind == ErrorKind.CRASH and self.proc is not None:
-            info = self.proc.wait_exit(0.5)
-            if info is None:
-                message += " (process still running)"
-            else:
-                if info.returncode is not None and info.returncode < 0:
-                    try:
-                        signame = signal.Signals(-info.returncode).name
-                    except ValueError:
-                        signame = f"signal {-info.returncode}"
-                    message = f"the process was killed by {signame}"
-                elif info.returncode is not None:
-                    message = f"the process exited with code {info.returncode}"
-                if info.oom_killed:
-                    kind = ErrorKind.MEMORY_LIMIT
-                    message += f" after exceeding its memory limit of {self.limits.memory_mb} MB"
-                elif info.returncode == -signal.SIGXCPU or "CPU time" in info.detail:
-                    kind = ErrorKind.TIMEOUT
-                if info.detail:
-                    message += f" ({info.detail})"
-        if kind == "PROTOCOL":
-            kind = ErrorKind.BAD_OUTPUT
-        return PlayerFault(kind, self.with_log(f"{self.name} {where}: {message}"), desync=True)
 
 
 class Referee:
@@ -216,7 +89,7 @@ class Referee:
         self.game = game
         self.slug = slug
         self.sandbox = sandbox
-        self.agents = (_Agent(0, sandbox, specs[0]), _Agent(1, sandbox, specs[1]))
+        self.agents = (Seat(0, sandbox, specs[0]), Seat(1, sandbox, specs[1]))
         self.num_matches = matches
         self.on_progress = on_progress
         self.record_states = record_states
@@ -281,15 +154,13 @@ class Referee:
         )
         return duel
 
-    def _close(self, *agents: _Agent) -> None:
+    def _close(self, *agents: Seat) -> None:
         """Say ``close`` to each running agent, give them a moment to close their channel (the harness
         does at once), then kill them: their logs hold what they wrote before closing."""
         running = [a for a in agents if a.proc is not None]
         for agent in running:
             try:
-                agent.proc.channel.send({"type": "close"}, 0.1)
-            except ChannelError:
-                pass
+                agent.say_close()
             except Exception:
                 log.exception("closing %s failed", agent.name)
         deadline = time.monotonic() + CLOSE_GRACE_S
@@ -317,8 +188,7 @@ class Referee:
             if len(spawn) > 1 and callable(launch_many):
                 procs = launch_many([a.spec for a in spawn])
                 for agent, proc in zip(spawn, procs, strict=True):
-                    agent.launches += 1
-                    agent.proc = proc
+                    agent.attach(proc)
             else:
                 for agent in spawn:
                     agent.spawn()
@@ -328,7 +198,7 @@ class Referee:
         finally:
             self.start_s += time.perf_counter() - t0
 
-    def _place(self, agents: list[_Agent]) -> None:
+    def _place(self, agents: list[Seat]) -> None:
         """Pin freshly started agents and the referee's thread to the duel's CPU slot (``cpu_slots``).
 
         Done after ``ready``: the agents' start-up (Python, numpy, player.py) runs in parallel first."""
@@ -423,46 +293,28 @@ class Referee:
         move_times: list[float] = match["move_times"]
         states: list[dict[str, Any]] = match["states"]
         record = self.record_states
-        perf = time.perf_counter
         for agent in agents:
             agent.started = False
         state = game.initial_state()
         fault: PlayerFault | None = None
-        faulty: _Agent | None = None
+        faulty: Seat | None = None
         while not game.is_over(state):
             seat = game.to_move(state)
             agent = agents[seat]
             legal = game.legal_actions(state)
             obs = game.observation(state, seat).tolist()
-            if agent.started:
-                msg = {"type": "step", "state": obs, "valid_actions": legal, "reward": 0.0}
-            else:
-                msg = {"type": "start", "state": obs, "valid_actions": legal}
-                agent.started = True
-            proc = agent.proc
-            assert proc is not None
-            limits = agent.limits
-            t = perf()
             try:
-                proc.channel.send(msg, limits.move_timeout)
-                reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
-            except ChannelError as exc:
-                fault = agent.fault_from_channel(exc, f"at {_ordinal_move(len(actions))}")
-                faulty = agent
+                action, elapsed = agent.move(obs, legal, len(actions))
+            except PlayerFault as exc:
+                fault, faulty = exc, agent
                 break
-            move_times.append(round(perf() - t, 6))
-            action = as_action(reply.get("action")) if reply.get("type") == "action" else None
-            if type(action) is not int or action not in legal:
-                fault = self._bad_reply(agent, reply, legal, len(actions))
-                faulty = agent
-                move_times.pop()
-                break
+            move_times.append(round(elapsed, 6))
             try:
                 state = game.apply(state, action)
             except IllegalActionError as exc:
                 fault = PlayerFault(
                     ErrorKind.INVALID_ACTION,
-                    agent.with_log(f"{agent.name} played {action} at {_ordinal_move(len(actions))}: {exc}"),
+                    agent.with_log(f"{agent.name} played {action} at {ordinal_move(len(actions))}: {exc}"),
                     desync=False,
                 )
                 faulty = agent
@@ -477,7 +329,7 @@ class Referee:
             result = DRAW if winner is None else WIN[seat_player[winner]]
             self._finish(match, result, None, "")
             for seat, agent in enumerate(agents):
-                end_fault = self._send_end(agent, game.observation(state, seat).tolist(), rewards[seat])
+                end_fault = agent.end(game.observation(state, seat).tolist(), rewards[seat])
                 if end_fault is not None and fault is None:
                     fault, faulty = end_fault, agent
             if fault is None:
@@ -496,76 +348,14 @@ class Referee:
             if agent is faulty and fault.desync:
                 continue
             reward = -1.0 if agent is faulty else 1.0
-            end_fault = self._send_end(agent, game.observation(state, seat).tolist(), reward)
+            end_fault = agent.end(game.observation(state, seat).tolist(), reward)
             if end_fault is not None:
                 match["error_msg"] += f"\n\nAlso, when told the match was over: {end_fault.message}"
                 if end_fault.desync:
                     self._after_desync(agent, end_fault)
         return match
 
-    def _bad_reply(self, agent: _Agent, reply: dict[str, Any], legal: list[int], move: int) -> PlayerFault:
-        where = _ordinal_move(move)
-        kind = reply.get("type")
-        if kind == "error":
-            name = reply.get("exception", "Exception")
-            text = str(reply.get("message", ""))
-            fault_kind = ErrorKind.MEMORY_LIMIT if name == "MemoryError" else ErrorKind.CRASH
-            return PlayerFault(
-                fault_kind, agent.with_log(f"{agent.name} raised {name} at {where}:\n{text}"), desync=False
-            )
-        if kind != "action" or "action" not in reply:
-            return PlayerFault(
-                ErrorKind.BAD_OUTPUT,
-                agent.with_log(f"{agent.name} sent {str(reply)[:200]} instead of an action at {where}"),
-                desync=True,
-            )
-        action = reply["action"]
-        shown = ", ".join(map(str, legal[:30])) + (", ..." if len(legal) > 30 else "")
-        if action is None and "repr" in reply:
-            what = f"returned {str(reply['repr'])[:200]} at {where}, which is not a JSON value"
-        elif type(action) is float:
-            what = (
-                f"returned {json_preview(action)} at {where}: a float that is not a whole number "
-                "(return one of valid_actions, e.g. int(a))"
-            )
-        elif type(action) is not int:
-            what = f"returned {json_preview(action)} ({type(action).__name__}) at {where}, not an int"
-        else:
-            what = f"played {json_preview(action)} at {where}, which is not a legal action"
-        return PlayerFault(
-            ErrorKind.INVALID_ACTION,
-            agent.with_log(f"{agent.name} {what}; legal actions: [{shown}]"),
-            desync=False,
-        )
-
-    def _send_end(self, agent: _Agent, obs: Any, reward: float) -> PlayerFault | None:
-        if not agent.started or agent.proc is None:
-            return None
-        agent.started = False
-        proc = agent.proc
-        limits = agent.limits
-        try:
-            proc.channel.send({"type": "end", "state": obs, "reward": reward}, limits.move_timeout)
-            reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
-        except ChannelError as exc:
-            return agent.fault_from_channel(exc, "when told the match was over (end)")
-        if reply.get("type") == "ended":
-            return None
-        if reply.get("type") == "error":
-            name = reply.get("exception", "Exception")
-            kind = ErrorKind.MEMORY_LIMIT if name == "MemoryError" else ErrorKind.CRASH
-            return PlayerFault(
-                kind,
-                agent.with_log(f"{agent.name} raised {name} in end():\n{reply.get('message', '')}"),
-                desync=False,
-            )
-        return PlayerFault(
-            ErrorKind.BAD_OUTPUT,
-            agent.with_log(f"{agent.name} sent {str(reply)[:200]} instead of ended"),
-            desync=True,
-        )
-
-    def _after_desync(self, agent: _Agent, fault: PlayerFault) -> None:
+    def _after_desync(self, agent: Seat, fault: PlayerFault) -> None:
         """Kill an agent whose channel broke; cap the relaunches."""
         agent.started = False
         agent.discard()
@@ -576,12 +366,6 @@ class Referee:
                 f"its remaining matches are charged to it. Last failure:\n{fault.message}",
                 desync=True,
             )
-
-
-def json_preview(value: Any) -> str:
-    """A short printable form of a JSON value."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def play_duel(

@@ -97,6 +97,21 @@ class AgentProcess(ABC):
         ``cpus``; False when this sandbox cannot. Placement only: never a reason to fail a duel."""
         return False
 
+    def freeze(self) -> bool:
+        """Stop every process of the agent from running until ``thaw`` (its opponent's turn: a waiting
+        agent must not take CPU from the agent whose clock runs). Cheap (µs) and idempotent; False when
+        this sandbox cannot freeze this agent."""
+        return False
+
+    def thaw(self) -> None:  # noqa: B027 - optional, pairs with freeze
+        """Let a frozen agent run again (idempotent; a no-op when it is not frozen)."""
+
+    def memory_exhausted(self) -> str:
+        """A sentence when the agent ran out of memory (the kernel OOM-killed one of its processes, or its
+        usage reached the memory limit), else ``""``. Read after a deadline passed or the channel broke, to
+        charge ``MEMORY_LIMIT`` instead of ``TIMEOUT`` / ``CRASH``."""
+        return ""
+
     def __enter__(self) -> AgentProcess:
         return self
 

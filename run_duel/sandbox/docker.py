@@ -34,10 +34,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import json
 import logging
 import os
 import shutil
 import socket
+import struct
 import tempfile
 import threading
 import time
@@ -55,6 +57,7 @@ from requests.exceptions import RequestException
 
 from run_duel.channel import Channel
 from run_duel.images import ImageCache, ImageUnavailable, parse_digest_ref
+from run_duel.sandbox import cgroups
 from run_duel.sandbox.base import (
     AgentProcess,
     ExitInfo,
@@ -66,12 +69,29 @@ from run_duel.sandbox.base import (
     runtime_dir,
 )
 from run_duel.sandbox.docker_client import get_client
+from run_duel.sandbox.docker_warm import (
+    CONTROL_TIMEOUT_S,
+    HARNESS_FILE,
+    ReusePolicy,
+    WarmChannel,
+    WarmContainer,
+    WarmError,
+    WarmPool,
+    exit_info,
+    new_pool_root,
+    warm_capable,
+)
+from run_duel.sandbox.local import _TailReader
 
 log = logging.getLogger(__name__)
 
 AGENT_UID = 10001
 SOCKET_DIR_IN_CONTAINER = "/run/arena"
 SOCKET_NAME = "agent.sock"
+#: The harness copied into each warm container's launch folder (the factory runs this checkout's).
+HARNESS_NAME = "arena_harness.py"
+#: The agent's thread-count variables, in the container (cold) or each agent process (warm).
+BASE_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 LABEL = "rl-arena"
 LABEL_VALUE = "agent"
 MB = 1024 * 1024
@@ -117,11 +137,21 @@ def _owner_labels() -> dict[str, str]:
     return {f"{LABEL}.owner-pid": str(pid), f"{LABEL}.owner-start": start, f"{LABEL}.owner-host": _HOSTNAME}
 
 
-def container_config(image: str, spec: LaunchSpec, socket_dir: str) -> dict[str, Any]:
-    """Keyword arguments for ``APIClient.create_container`` (host config included)."""
+def container_config(
+    image: str, spec: LaunchSpec, socket_dir: str, *, warm_agent_dir: str | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for ``APIClient.create_container`` (host config included).
+
+    With ``warm_agent_dir`` the container is a warm one (``docker_warm``): its first process is the
+    harness mounted with the launch folder, in ``--warm`` mode (no init: the factory is PID 1), it carries
+    no duel labels (it serves many duels) and the duel's variables (``spec.env``) go to each agent process
+    instead of the container."""
     limits: Limits = spec.limits
     labels = {LABEL: LABEL_VALUE, f"{LABEL}.created": str(int(time.time()))}
-    labels.update({f"{LABEL}.{key}": str(value) for key, value in spec.labels.items()})
+    if warm_agent_dir is None:
+        labels.update({f"{LABEL}.{key}": str(value) for key, value in spec.labels.items()})
+    else:
+        labels[f"{LABEL}.warm"] = "1"
     labels.update(_owner_labels())
     memory = limits.memory_mb * MB
     file_size = limits.file_size_mb * MB
@@ -153,20 +183,24 @@ def container_config(image: str, spec: LaunchSpec, socket_dir: str) -> dict[str,
             Ulimit(name="cpu", soft=limits.cpu_time_s, hard=limits.cpu_time_s + 5),
         ],
         log_config=LogConfig(type="json-file", config={"max-size": str(log_max), "max-file": "2"}),
-        init=True,
+        init=warm_agent_dir is None,
         oom_score_adj=500,
         ipc_mode="private",
         auto_remove=False,
     )
-    env = {
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
-    env.update(spec.env)
+    env = dict(BASE_ENV)
+    command = ["--connect", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"]
+    extra: dict[str, Any] = {}
+    if warm_agent_dir is None:
+        env.update(spec.env)
+    else:
+        harness = f"{SOCKET_DIR_IN_CONTAINER}/{HARNESS_NAME}"
+        command = ["--agent-dir", warm_agent_dir, "--warm", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"]
+        extra["entrypoint"] = ["python3", "-B", "-s", harness]
     return {
+        **extra,
         "image": image,
-        "command": ["--connect", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"],
+        "command": command,
         "user": f"{AGENT_UID}:{AGENT_UID}",
         "environment": env,
         "labels": labels,
@@ -209,6 +243,39 @@ class DockerAgentProcess(AgentProcess):
         self._log: str | None = None
         self._dead = False
         self._lock = threading.Lock()
+        self._freezer: cgroups.Freezer | None = None
+        self._memory: cgroups.MemoryWatch | None = None
+
+    def attach_cgroup(self, harness_pid: int) -> None:
+        """Find the container's cgroups from its harness's pid (as this process sees it; 0 when the
+        referee runs in another pid namespace, e.g. in a container itself): then ``freeze``/``thaw`` write
+        the container's freezer file directly (µs, where the engine's pause takes milliseconds) and
+        ``memory_exhausted`` reads its memory cgroup."""
+        dirs = cgroups.cgroup_dirs_of(harness_pid) if harness_pid > 0 else {}
+        self._freezer = cgroups.Freezer.for_dirs(dirs)
+        self._memory = cgroups.MemoryWatch.for_dirs(dirs)
+
+    def freeze(self) -> bool:
+        """Freeze every process of the container (its cgroup), behind the engine's back: ``kill`` thaws."""
+        if self._freezer is None or self._dead:
+            return False
+        try:
+            self._freezer.freeze()
+        except OSError:
+            return False  # the container is gone: the referee finds out at its next message
+        return True
+
+    def thaw(self) -> None:
+        """Let the container run again."""
+        if self._freezer is not None:
+            self._freezer.thaw()
+
+    def memory_exhausted(self) -> str:
+        """The container's OOM kills or memory limit hits (its memory cgroup); else the engine's OOMKilled."""
+        if self._memory is not None:
+            return self._memory.exhausted()
+        info = self._exit
+        return "the engine reports it OOM-killed" if info is not None and info.oom_killed else ""
 
     def _state(self) -> dict[str, Any] | None:
         try:
@@ -310,6 +377,8 @@ class DockerAgentProcess(AgentProcess):
                 return
             self._dead = True
         self.channel.close()
+        if self._freezer is not None:
+            self._freezer.close()  # a frozen (cgroup v1) container would not die of the engine's SIGKILL
         try:
             if self._log is None:
                 self._log = self._fetch_log()
@@ -321,6 +390,151 @@ class DockerAgentProcess(AgentProcess):
             _remove_container(self.container_id, patience=ENGINE_PATIENCE_S)
             shutil.rmtree(self.socket_dir, ignore_errors=True)
             _LIVE.discard(self)
+
+
+class WarmAgentProcess(DockerAgentProcess):
+    """One duel's agent process in a warm container (``docker_warm``): exit, pinning and clean-up go
+    through the container's factory, stderr through a pipe; freezing is the container's cgroup's, as for
+    a cold container (one seat per container)."""
+
+    def __init__(
+        self,
+        container: WarmContainer,
+        pool: WarmPool,
+        channel: WarmChannel,
+        stderr: _TailReader,
+        limits: Limits,
+    ) -> None:
+        super().__init__(container.container_id, channel, container.socket_dir, limits)
+        self.container = container
+        self._pool = pool
+        self._stderr = stderr
+        self._memory_base = (0, 0)
+
+    def attach_warm(self, factory_pid: int, freezer: cgroups.Freezer | None) -> None:
+        """The container's memory cgroup (counters from now on: the container served earlier duels) and
+        the freezer of the agent's own sub-cgroup (``_agent_freezer``): freezing the seat freezes the
+        agent's processes, never the factory."""
+        dirs = cgroups.cgroup_dirs_of(factory_pid) if factory_pid > 0 else {}
+        self._memory = cgroups.MemoryWatch.for_dirs(dirs)
+        self._freezer = freezer
+        if self._memory is not None:
+            self._memory_base = (self._memory.oom_kills(), self._memory.limit_hits())
+
+    def memory_exhausted(self) -> str:
+        """OOM kills or memory limit hits in this duel (the container's counters minus the earlier duels')."""
+        if self._memory is None:
+            info = self._exit
+            return (
+                "the kernel OOM-killed one of its processes" if info is not None and info.oom_killed else ""
+            )
+        kills = self._memory.oom_kills() - self._memory_base[0]
+        if kills:
+            return f"the kernel killed {kills} of its processes for exceeding the memory limit"
+        if self._memory.limit_hits() > self._memory_base[1]:
+            return "its memory use reached the limit"
+        return ""
+
+    def poll_exit(self) -> ExitInfo | None:
+        """The agent process's exit (from the factory); the container's when the factory is gone."""
+        if self._exit is not None or self._dead:
+            return super().poll_exit()
+        try:
+            info = exit_info(self.container.request({"type": "poll"}))
+        except WarmError:
+            return super().poll_exit()  # the container ended (or hangs): the engine tells
+        self._exit = info
+        return info
+
+    def wait_exit(self, timeout: float) -> ExitInfo | None:
+        """Wait up to ``timeout`` seconds for the agent process to exit (the factory waits)."""
+        if self._exit is not None or self._dead or timeout <= 0:
+            return self.poll_exit()
+        try:
+            reply = self.container.request(
+                {"type": "wait", "timeout": timeout}, timeout=timeout + CONTROL_TIMEOUT_S
+            )
+        except WarmError:
+            return super().wait_exit(timeout)
+        self._exit = exit_info(reply)
+        return self._exit
+
+    def stderr_log(self) -> str:
+        """The tail of this duel's stderr (and stdout), at most ``Limits.log_bytes`` bytes."""
+        return self._stderr.text()
+
+    def pin_cpus(self, cpus: frozenset[int]) -> bool:
+        """Set the affinity of every thread of the agent's processes (the factory does; no engine call)."""
+        try:
+            return bool(self.container.request({"type": "pin", "cpus": sorted(cpus)}).get("ok"))
+        except WarmError:
+            return False
+
+    def kill(self) -> None:
+        """Have the factory kill every process of the duel and clean the container, then give the
+        container back to the pool: reused only when the referee ended the seat with ``close``, the
+        clean-up found nothing left and memory never ran out; else retired (removed)."""
+        with self._lock:
+            if self._dead:
+                return
+            self._dead = True
+        close_sent = getattr(self.channel, "close_sent", False)
+        self.channel.close()
+        if self._freezer is not None:
+            self._freezer.close()  # the factory must run to clean up
+        reusable = False
+        try:
+            reply = self.container.request({"type": "reap"})
+            if self._exit is None:
+                self._exit = exit_info(reply)
+            if reply.get("problem"):
+                log.warning("warm container %s retired: %s", self.container_id[:12], reply["problem"])
+            reusable = close_sent and reply.get("clean") is True and not reply.get("oom")
+            reusable = reusable and not self.memory_exhausted()
+        except WarmError as exc:
+            log.warning("warm container %s retired: %s", self.container_id[:12], exc)
+        finally:
+            self._stderr.drain(1.0)  # every writer is dead: the pipe is at its end
+            self._stderr.stop()
+            self._pool.give_back(self.container, reusable)
+            _LIVE.discard(self)
+
+
+#: The sub-cgroup (of the warm container's freezer cgroup) holding the duel's agent processes.
+AGENT_SUBGROUP = "agent"
+
+
+def _agent_freezer(container: WarmContainer) -> cgroups.Freezer | None:
+    """Move the freshly forked agent process (still waiting for its go byte, so it has no children) into
+    a freezer sub-cgroup of its container, so that freezing the seat leaves the factory running; its
+    descendants inherit the group. ``None`` when the container's cgroups are not visible here (the
+    referee in another pid namespace): the seat then cannot be frozen. Raises ``WarmError`` when the
+    container holds any other process than the factory and that agent process."""
+    dirs = cgroups.cgroup_dirs_of(container.factory_pid) if container.factory_pid > 0 else {}
+    for key, v2 in (("freezer", False), (cgroups.V2, True)):
+        parent = dirs.get(key)
+        if parent is None:
+            continue
+        others = [
+            int(p) for p in (parent / "cgroup.procs").read_text().split() if int(p) != container.factory_pid
+        ]
+        if len(others) != 1:
+            raise WarmError(f"the container holds unexpected processes: {others}")
+        sub = parent / AGENT_SUBGROUP
+        sub.mkdir(exist_ok=True)
+        (sub / "cgroup.procs").write_text(str(others[0]))
+        return cgroups.Freezer(sub, v2=v2)
+    return None
+
+
+def _peer_pid(fd: int) -> int:
+    """The pid of the process at the other end of a connected Unix socket (0 if not visible here)."""
+    with contextlib.suppress(OSError):
+        sock = socket.socket(fileno=os.dup(fd))
+        with sock:
+            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", raw)[0]
+    return 0
 
 
 def _remove_container(container_id: str, *, patience: float = 1.0) -> bool:
@@ -354,7 +568,15 @@ class Remover:
 
     def submit(self, job: Callable[[], Any]) -> Future[Any]:
         """Run ``job`` (a teardown) in the background."""
-        future = self._pool.submit(job)
+        try:
+            future = self._pool.submit(job)
+        except RuntimeError:  # the interpreter is shutting down (atexit): no new threads, do it now
+            future = Future()
+            try:
+                future.set_result(job())
+            except Exception as exc:
+                future.set_exception(exc)
+            return future
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -376,6 +598,39 @@ class Remover:
         for future in pending:
             if future.exception() is not None:
                 log.error("removing an agent container failed: %s", future.exception())
+
+
+_POOLS: dict[tuple[int, str, ReusePolicy], WarmPool] = {}
+_POOLS_LOCK = threading.Lock()
+_POOL_REMOVER: dict[int, Remover] = {}
+
+
+def warm_pool(policy: ReusePolicy, base: Path) -> WarmPool:
+    """This process's pool of warm containers for ``policy`` under the runtime folder ``base`` (pools
+    are per process: a forked worker starts with none)."""
+    key = (os.getpid(), str(base), policy)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            remover = _POOL_REMOVER.setdefault(os.getpid(), Remover())
+            pool = _POOLS[key] = WarmPool(policy, new_pool_root(base, RUNTIME_PREFIX), remover.remove)
+        return pool
+
+
+@atexit.register
+def close_warm_pools() -> None:
+    """Remove every idle warm container of this process and wait for the removals (runs after
+    ``_kill_live_agents``: atexit calls run last-registered first)."""
+    with _POOLS_LOCK:
+        pools = [pool for key, pool in _POOLS.items() if key[0] == os.getpid()]
+        for key in [key for key in _POOLS if key[0] == os.getpid()]:
+            del _POOLS[key]
+        remover = _POOL_REMOVER.pop(os.getpid(), None)
+    for pool in pools:
+        pool.close()
+        shutil.rmtree(pool.root, ignore_errors=True)
+    if remover is not None:
+        remover.join()
 
 
 _LIVE: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
@@ -423,12 +678,15 @@ class DockerSandbox(Sandbox):
         runtime_dir: str | Path | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         images: ImageCache | None = None,
+        reuse: ReusePolicy | None = None,
     ) -> None:
         """``runtime_dir`` is where per-launch socket folders go (default ``$AGENT_RUNTIME_DIR``, else the
         system temp folder). When the referee itself runs in a container talking to the host's engine,
         this folder must exist at the same path in that container and on the host (bind mounts are
         resolved by the engine, on the host). ``images`` fetches and caches agent images (default: the
-        registry and cache budget of the environment, ``run_duel.images``)."""
+        registry and cache budget of the environment, ``run_duel.images``). ``reuse`` says whether
+        agents run in warm containers kept between duels (``docker_warm``; default from the environment,
+        ``ReusePolicy.from_env``: off unless ``$DUEL_SANDBOX_REUSE`` is on)."""
         try:
             self._api = get_client().api
             self._api.ping()
@@ -441,19 +699,135 @@ class DockerSandbox(Sandbox):
         self.connect_timeout = connect_timeout
         self._processes: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
         self._remover = Remover()
+        self.reuse = reuse if reuse is not None else ReusePolicy.from_env()
+        self.pool = warm_pool(self.reuse, base) if self.reuse.enabled else None
 
     def launch(self, spec: LaunchSpec) -> DockerAgentProcess:
-        """Create and start a container for image ``spec.agent``; return once its harness connected."""
+        """Start agent ``spec.agent`` (an image); return once its harness connected. With reuse on, in a
+        warm container of that image when its entrypoint is our Python harness, else in a fresh one."""
+        if self.pool is not None:
+            agent_dir = self._warm_agent_dir(spec.agent)
+            if agent_dir is not None:
+                return self._launch_warm(spec, agent_dir)
         socket_dir = tempfile.mkdtemp(prefix="launch-", dir=self._root)
+        container_id, conn = self._start(spec, socket_dir)
+        fd = conn.detach()
+        proc = DockerAgentProcess(container_id, Channel(fd, fd), socket_dir, spec.limits)
+        proc.attach_cgroup(_peer_pid(fd))
+        self._processes.add(proc)
+        _LIVE.add(proc)
+        return proc
+
+    # -- warm containers (docker_warm) ---------------------------------------------------------------
+
+    def _warm_agent_dir(self, image: str) -> str | None:
+        """The agent folder of ``image`` if its entrypoint is our Python harness (cached per process)."""
+        assert self.pool is not None
+        cache = self.pool.capable
+        if image not in cache:
+            with self._images.use(image):  # fetched by digest if this engine lacks it
+                try:
+                    entrypoint = self._api.inspect_image(image)["Config"].get("Entrypoint")
+                except ImageNotFound as exc:
+                    raise ImageUnavailable(f"agent image {image} vanished from the engine") from exc
+                except ENGINE_FAILURES as exc:
+                    raise EngineError(f"inspecting the agent image failed: {exc}") from exc
+            cache[image] = warm_capable(entrypoint)
+        return cache[image]
+
+    def _launch_warm(self, spec: LaunchSpec, agent_dir: str) -> WarmAgentProcess:
+        """A fresh agent process in an idle warm container of this image and these limits (a new one
+        when none is idle, or when the idle one fails to spawn)."""
+        assert self.pool is not None
+        key = (spec.agent, spec.limits)
+        container = self.pool.take(key)
+        if container is not None:
+            try:
+                return self._spawn(container, spec)
+            except WarmError as exc:
+                log.warning("warm container %s retired: %s", container.container_id[:12], exc)
+                self.pool.give_back(container, reusable=False)
+        container = self._new_warm(spec, agent_dir, key)
+        try:
+            return self._spawn(container, spec)
+        except WarmError:
+            self.pool.give_back(container, reusable=False)
+            raise
+
+    def _new_warm(self, spec: LaunchSpec, agent_dir: str, key: tuple[str, Limits]) -> WarmContainer:
+        """Start a warm container; return once its factory imported numpy and said ``warm``."""
+        assert self.pool is not None
+        socket_dir = tempfile.mkdtemp(prefix="warm-", dir=self.pool.root)
+        container_id, conn = self._start(spec, socket_dir, warm_agent_dir=agent_dir)
+        container = WarmContainer(container_id, conn, socket_dir, key)
+        self.pool.created += 1
+        try:
+            conn.settimeout(self.connect_timeout)
+            hello = json.loads(conn.recv(256) or b"{}")
+        except (OSError, ValueError) as exc:
+            hello = {"error": str(exc)}
+        if hello.get("type") != "warm":
+            with contextlib.suppress(*ENGINE_FAILURES):
+                hello["log"] = self._api.logs(container_id, tail=20).decode("utf-8", "replace")[-2000:]
+            self.pool.retire(container)
+            raise SandboxError(f"the warm container's factory did not start: {hello}")
+        container.factory_pid = _peer_pid(conn.fileno())
+        return container
+
+    def _spawn(self, container: WarmContainer, spec: LaunchSpec) -> WarmAgentProcess:
+        """Have the factory fork the duel's agent process, on a new socketpair and stderr pipe."""
+        assert self.pool is not None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        err_r, err_w = os.pipe()
+        try:
+            container.request(
+                {"type": "spawn", "env": {**BASE_ENV, **spec.env}}, fds=[theirs.fileno(), err_w]
+            )
+        except WarmError:
+            ours.close()
+            os.close(err_r)
+            raise
+        finally:
+            theirs.close()
+            os.close(err_w)
+        stderr = _TailReader(err_r, spec.limits.log_bytes)
+        stderr.start()
+        try:
+            freezer = _agent_freezer(container)
+            ours.sendall(b"\n")  # the agent process waited for this before running anything else
+        except (WarmError, OSError) as exc:
+            stderr.stop()
+            ours.close()
+            raise WarmError(f"placing the agent process failed: {exc}") from exc
+        fd = ours.detach()
+        proc = WarmAgentProcess(container, self.pool, WarmChannel(fd, fd), stderr, spec.limits)
+        proc.attach_warm(container.factory_pid, freezer)
+        self._processes.add(proc)
+        _LIVE.add(proc)
+        return proc
+
+    # -- containers ----------------------------------------------------------------------------------
+
+    def _start(
+        self, spec: LaunchSpec, socket_dir: str, *, warm_agent_dir: str | None = None
+    ) -> tuple[str, socket.socket]:
+        """Create and start a container of ``spec.agent`` whose harness connects to a socket in
+        ``socket_dir``; return its id and the connection. On failure nothing is left (container removed
+        in the background, folder deleted)."""
         container_id: str | None = None
         listener: socket.socket | None = None
+        kind = socket.SOCK_STREAM if warm_agent_dir is None else socket.SOCK_SEQPACKET
         try:
             path = os.path.join(socket_dir, SOCKET_NAME)
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            listener = socket.socket(socket.AF_UNIX, kind | socket.SOCK_CLOEXEC)
             listener.bind(path)
             _share_with_agent(socket_dir, path)
             listener.listen(1)
-            config = container_config(spec.agent, spec, socket_dir)
+            if warm_agent_dir is not None:
+                harness = os.path.join(socket_dir, HARNESS_NAME)
+                shutil.copyfile(HARNESS_FILE, harness)
+                os.chmod(harness, 0o644)
+            config = container_config(spec.agent, spec, socket_dir, warm_agent_dir=warm_agent_dir)
             # The image is fetched if this engine lacks it, and kept until the container exists.
             with self._images.use(spec.agent):
                 try:
@@ -475,11 +849,7 @@ class DockerSandbox(Sandbox):
             raise
         listener.close()
         os.unlink(path)
-        fd = conn.detach()
-        proc = DockerAgentProcess(container_id, Channel(fd, fd), socket_dir, spec.limits)
-        self._processes.add(proc)
-        _LIVE.add(proc)
-        return proc
+        return container_id, conn
 
     def launch_many(self, specs: list[LaunchSpec]) -> list[DockerAgentProcess]:
         """Launch several agents concurrently (container start-up dominates a launch); all or nothing."""
@@ -498,10 +868,16 @@ class DockerSandbox(Sandbox):
 
     def kill_many(self, procs: list[DockerAgentProcess]) -> None:
         """Kill several agents concurrently (removing a container is an engine round trip of 10-100 ms)."""
-        _each_concurrently(DockerAgentProcess.kill, procs, "docker-kill")
+        if all(isinstance(proc, WarmAgentProcess) for proc in procs):
+            for proc in procs:  # a factory's clean-up takes about a millisecond: no threads needed
+                proc.kill()
+            return
+        _each_concurrently(lambda proc: proc.kill(), procs, "docker-kill")
 
     def pin_many(self, procs: list[DockerAgentProcess], cpus: frozenset[int]) -> list[bool]:
         """Pin several agents concurrently (``DockerAgentProcess.pin_cpus``, one engine call each)."""
+        if all(isinstance(proc, WarmAgentProcess) for proc in procs):
+            return [proc.pin_cpus(cpus) for proc in procs]  # no engine call: the factory sets affinities
         return _each_concurrently(lambda proc: proc.pin_cpus(cpus), procs, "docker-pin")
 
     def _accept(self, listener: socket.socket, container_id: str) -> socket.socket:

@@ -42,6 +42,7 @@ import uuid
 from pathlib import Path
 
 from run_duel.channel import Channel
+from run_duel.sandbox import cgroups
 from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ SHM_MB = 16
 STDERR_DRAIN_S = 0.2
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf")
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
+CGROUP_PREFIX = "arena-"
 _PR_SET_PDEATHSIG = 1
 #: The private tmpfs inside bubblewrap (not the host's /tmp).
 SANDBOX_TMP = "/tmp"  # noqa: S108
@@ -106,74 +108,137 @@ def _count_own_processes() -> int:
     return count
 
 
-class _PidsCgroup:
-    """A cgroup v1 ``pids`` group for one agent (best effort: absent when not writable)."""
+class _SeatCgroup:
+    """The cgroups of one agent (best effort: ``create`` returns ``None`` when none is writable).
 
-    def __init__(self, path: Path, procs_fd: int) -> None:
-        self.path = path
-        self.procs_fd = procs_fd
+    Created as children of the referee's own groups (so whatever confines the worker confines its
+    agents too), named ``arena-<referee pid>-<random>``: cgroup v1 ``pids`` (caps forks, lists every
+    descendant, ``setsid`` included), ``memory`` (the RSS limit, as in Docker, and the kernel's OOM
+    accounting) and ``freezer``; on a cgroup v2 host one group whose ``cgroup.freeze`` freezes it (with
+    ``pids.max`` / ``memory.max`` when those controllers are delegated to the referee's group).
+    """
 
-    @classmethod
-    def create(cls, max_pids: int) -> _PidsCgroup | None:
-        if not (PIDS_CGROUP_ROOT / "cgroup.procs").exists() or not os.access(PIDS_CGROUP_ROOT, os.W_OK):
-            return None
-        path = PIDS_CGROUP_ROOT / f"arena-{uuid.uuid4().hex[:12]}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(max_pids))
-            procs_fd = os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            log.debug("pids cgroup unavailable: %s", exc)
-            with contextlib.suppress(OSError):
-                path.rmdir()
-            return None
-        return cls(path, procs_fd)
+    def __init__(self, dirs: dict[str, Path], procs_fds: list[int]) -> None:
+        self.dirs = dirs
+        self.procs_fds = procs_fds
+        self.freezer = cgroups.Freezer.for_dirs(dirs)
+        self.memory = cgroups.MemoryWatch.for_dirs(dirs)
+
+    @property
+    def path(self) -> Path:
+        """One of the folders (the pids one when there is one): where ``pids`` reads."""
+        return self.dirs.get("pids") or next(iter(self.dirs.values()))
 
     @staticmethod
-    def remove_stale(min_age_s: float | None = STALE_CGROUP_AGE_S, prefix: str = "arena-") -> None:
-        """Remove empty ``arena-*`` groups left by referees that died without cleaning up.
+    def parents() -> dict[str, Path]:
+        """Where seat groups go, per hierarchy: the referee's own group (its root when at the root)."""
+        own = cgroups.cgroup_dirs_of(os.getpid())
+        roots = cgroups.mounts()
+        parents = {key: own.get(key, roots[key]) for key in ("pids", "memory", "freezer") if key in roots}
+        if "freezer" not in parents and cgroups.V2 in roots:
+            parents[cgroups.V2] = own.get(cgroups.V2, roots[cgroups.V2])
+        return {key: path for key, path in parents.items() if os.access(path, os.W_OK)}
+
+    @classmethod
+    def create(cls, limits: Limits) -> _SeatCgroup | None:
+        name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        dirs: dict[str, Path] = {}
+        fds: list[int] = []
+        memory = str(limits.memory_mb * MB)
+        settings = {
+            "pids": {"pids.max": str(limits.pids)},
+            "memory": {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory},
+            "freezer": {},
+            cgroups.V2: {"pids.max": str(limits.pids), "memory.max": memory, "memory.swap.max": "0"},
+        }
+        for key, parent in cls.parents().items():
+            path = parent / name
+            try:
+                path.mkdir()
+                for file, value in settings[key].items():
+                    if (path / file).exists() and not (key == cgroups.V2 and file.split(".")[0] in dirs):
+                        (path / file).write_text(value)
+                fds.append(os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+            except OSError as exc:
+                log.debug("%s cgroup unavailable: %s", key, exc)
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            dirs[key] = path
+        return cls(dirs, fds) if dirs else None
+
+    @staticmethod
+    def remove_stale(min_age_s: float | None = STALE_CGROUP_AGE_S, prefix: str = CGROUP_PREFIX) -> None:
+        """Clean up after referees that died without cleaning up: thaw and kill the agents left in groups
+        whose referee is gone (a frozen v1 task ignores its pending SIGKILL until thawed), and remove
+        empty ``arena-*`` groups.
 
         ``min_age_s=None`` ignores the age (only safe when nobody else launches agents meanwhile).
         """
         now = time.time()
-        try:
-            candidates = list(PIDS_CGROUP_ROOT.glob(f"{prefix}*"))
-        except OSError:
-            return
-        for path in candidates:
-            with contextlib.suppress(OSError):  # busy (still in use) or already gone
-                old = min_age_s is None or now - path.stat().st_mtime >= min_age_s
-                if old and not (path / "cgroup.procs").read_text().strip():
-                    path.rmdir()
+        for parent in _SeatCgroup.parents().values():
+            try:
+                candidates = list(parent.glob(f"{prefix}*"))
+            except OSError:
+                continue
+            for path in candidates:
+                owner = path.name[len(CGROUP_PREFIX) :].split("-", 1)[0]
+                if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                    for file, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+                        with contextlib.suppress(OSError):
+                            (path / file).write_text(value)
+                    _kill_pids(_read_pids(path))
+                with contextlib.suppress(OSError):  # busy (still in use) or already gone
+                    old = min_age_s is None or now - path.stat().st_mtime >= min_age_s
+                    if old and not (path / "cgroup.procs").read_text().strip():
+                        path.rmdir()
 
     def pids(self) -> list[int]:
-        try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        return _read_pids(self.path)
 
     def kill_all(self) -> None:
         for _ in range(50):
             pids = self.pids()
             if not pids:
                 return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+            _kill_pids(pids)
+            if self.freezer is not None:
+                self.freezer.thaw()  # a frozen v1 task dies only once thawed
             time.sleep(0.01)
 
     def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.procs_fd)
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)  # the last task may still be exiting
-        log.warning("could not remove cgroup %s", self.path)
+        if self.freezer is not None:
+            self.freezer.close()
+        for fd in self.procs_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for path in self.dirs.values():
+            for _ in range(100):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)  # the last task may still be exiting
+            else:
+                log.warning("could not remove cgroup %s", path)
+
+    def exists(self) -> bool:
+        return any(path.exists() for path in self.dirs.values())
+
+
+def _read_pids(path: Path) -> list[int]:
+    try:
+        return [int(p) for p in (path / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _kill_pids(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 class _TailReader(threading.Thread):
@@ -240,7 +305,7 @@ class LocalAgentProcess(AgentProcess):
         channel: Channel,
         stderr: _TailReader,
         workdir: str | None,
-        cgroup: _PidsCgroup | None,
+        cgroup: _SeatCgroup | None,
         limits: Limits,
         *,
         via_bwrap: bool = False,
@@ -275,7 +340,10 @@ class LocalAgentProcess(AgentProcess):
         oom = (
             code == -signal.SIGKILL
             and not self._killed_by_us
-            and usage.ru_maxrss * 1024 >= OOM_RSS_FRACTION * self._limits.memory_mb * MB
+            and (
+                bool(self.memory_exhausted())
+                or usage.ru_maxrss * 1024 >= OOM_RSS_FRACTION * self._limits.memory_mb * MB
+            )
         )
         detail = ""
         if code == -signal.SIGXCPU or (
@@ -337,6 +405,27 @@ class LocalAgentProcess(AgentProcess):
                         pinned = True
         return pinned
 
+    def freeze(self) -> bool:
+        """Freeze the agent's cgroup (every process it has, however it forked or detached)."""
+        freezer = self._cgroup.freezer if self._cgroup is not None else None
+        if freezer is None or self._dead:
+            return False
+        try:
+            freezer.freeze()
+        except OSError:
+            return False
+        return True
+
+    def thaw(self) -> None:
+        """Let the agent's cgroup run again."""
+        if self._cgroup is not None and self._cgroup.freezer is not None:
+            self._cgroup.freezer.thaw()
+
+    def memory_exhausted(self) -> str:
+        """From the agent's memory cgroup: an OOM kill, or usage that reached ``Limits.memory_mb``."""
+        watch = self._cgroup.memory if self._cgroup is not None else None
+        return watch.exhausted() if watch is not None else ""
+
     def kill(self) -> None:
         """SIGKILL the whole process group (and cgroup), reap, close pipes, remove the temp folder."""
         if self._dead:
@@ -348,6 +437,7 @@ class LocalAgentProcess(AgentProcess):
                 os.killpg(self.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
+        self.thaw()  # a frozen (cgroup v1) process ignores SIGKILL until thawed
         if self._cgroup is not None:
             self._cgroup.kill_all()
         self._reap(block=True)
@@ -387,7 +477,7 @@ class LocalSandbox(Sandbox):
         self.bwrap = found if use_bwrap is not False else None
         self.use_cgroup = use_cgroup
         if use_cgroup:
-            _PidsCgroup.remove_stale()
+            _SeatCgroup.remove_stale()
         self.address_space_slack_mb = address_space_slack_mb
         if self.bwrap:
             self.isolation = (
@@ -467,7 +557,7 @@ class LocalSandbox(Sandbox):
         env.update(extra)
         return env
 
-    def _preexec(self, limits: Limits, cgroup: _PidsCgroup | None):
+    def _preexec(self, limits: Limits, cgroup: _SeatCgroup | None):
         address_space = (limits.memory_mb + self.address_space_slack_mb) * MB
         rlimits = [
             (resource.RLIMIT_AS, (address_space, address_space)),
@@ -480,14 +570,14 @@ class LocalSandbox(Sandbox):
             # RLIMIT_NPROC counts every process of the real uid (and never binds root).
             nproc = limits.pids + _count_own_processes()
             rlimits.append((resource.RLIMIT_NPROC, (nproc, nproc)))
-        procs_fd = cgroup.procs_fd if cgroup is not None else -1
+        procs_fds = tuple(cgroup.procs_fds) if cgroup is not None else ()
         prctl = _prctl
         setrlimit = resource.setrlimit
         write = os.write
         getpid = os.getpid
 
         def preexec() -> None:  # runs in the child between fork and exec: C-level calls only
-            if procs_fd >= 0:
+            for procs_fd in procs_fds:
                 write(procs_fd, b"%d" % getpid())
             if prctl is not None:
                 prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -506,7 +596,7 @@ class LocalSandbox(Sandbox):
         limits = spec.limits
         # Inside bubblewrap everything writable is a tmpfs: no host folder (nothing to leak if we die).
         workdir = None if self.bwrap else tempfile.mkdtemp(prefix="arena-local-")
-        cgroup = _PidsCgroup.create(limits.pids) if self.use_cgroup else None
+        cgroup = _SeatCgroup.create(limits) if self.use_cgroup else None
         fds: list[int] = []
         try:
             if workdir is None:

@@ -177,7 +177,7 @@ def test_an_illegal_agent_move_ends_the_game_and_the_person_wins(make_competitor
     assert task.join(timeout=30) == "agent error"
     ended = PlaySession.objects.get(pk=session.pk)
     assert ended.result == PlaySession.Result.AGENT_ERROR and ended.error_kind == "INVALID_ACTION"
-    assert "not a legal move" in ended.error_msg and ended.moves == 0
+    assert "not a legal action" in ended.error_msg and ended.moves == 0
 
 
 def test_an_agent_past_the_move_deadline_loses_by_timeout(make_competitor, make_user, run_agent):

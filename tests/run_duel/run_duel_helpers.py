@@ -56,7 +56,7 @@ def assert_nothing_left(sandbox: TrackingSandbox, marker: str | None = None) -> 
         assert proc.poll_exit() is not None, f"process {proc.pid} was never reaped"
         assert proc.workdir is None or not Path(proc.workdir).exists(), proc.workdir
         if proc._cgroup is not None:
-            assert not proc._cgroup.path.exists()
+            assert not proc._cgroup.exists(), proc._cgroup.dirs
     if marker is not None:
         assert processes_with_marker(marker) == []
 

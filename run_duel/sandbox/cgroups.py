@@ -1,0 +1,173 @@
+"""The kernel's control groups, as the sandboxes use them for one seat: freeze, memory, pids.
+
+Two layouts exist: cgroup v1 (one hierarchy per controller: ``freezer``, ``memory``, ``pids`` mounted
+under ``/sys/fs/cgroup/<name>``) and cgroup v2 (one unified hierarchy, ``cgroup.freeze`` built in). A
+*seat* is a set of cgroups holding every process of one agent; membership is inherited by every child
+and cannot be left by ``setsid``, ``fork`` or ``daemon()``, which is what makes freezing and OOM
+accounting hold against a hostile agent.
+
+* ``Freezer``: ``freeze()`` / ``thaw()`` write one byte string to an already open cgroup file (a few µs):
+  a frozen cgroup's tasks get no CPU at all until thawed. v1 caveat: a frozen task does not die of
+  SIGKILL until thawed, so whoever kills an agent thaws it right after (``Freezer.thaw`` is idempotent).
+* ``MemoryWatch``: whether the kernel OOM-killed a process of the group, and whether its usage ever
+  reached the limit (v1 ``memory.oom_control`` / ``memory.failcnt``, v2 ``memory.events``).
+* ``cgroup_dirs_of(pid)``: where an existing process (e.g. a container's init) sits, per controller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+V2 = "unified"
+
+
+@cache
+def mounts() -> dict[str, Path]:
+    """Mount point of each cgroup hierarchy: ``{"freezer": ..., "memory": ..., "pids": ..., "unified":
+    ...}`` (v1 controllers by name, the v2 hierarchy as ``"unified"``)."""
+    found: dict[str, Path] = {}
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, extra = left.split(), right.split()
+        if len(fields) < 5 or len(extra) < 3:
+            continue
+        if extra[0] == "cgroup2":
+            found.setdefault(V2, Path(fields[4]))
+        elif extra[0] == "cgroup":
+            for option in extra[2].split(","):
+                if option in ("freezer", "memory", "pids"):
+                    found.setdefault(option, Path(fields[4]))
+    return found
+
+
+def cgroup_dirs_of(pid: int) -> dict[str, Path]:
+    """The cgroup folders of process ``pid`` for ``freezer``, ``memory``, ``pids`` (v1) and ``unified``
+    (v2), as seen from this process; empty when ``pid`` is not visible here."""
+    known = mounts()
+    dirs: dict[str, Path] = {}
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return dirs
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        names = [V2] if controllers == "" else controllers.split(",")
+        for name in names:
+            if name in known and path not in ("", "/"):  # never the root group: that is everyone
+                dirs[name] = known[name] / path.lstrip("/")
+    return dirs
+
+
+class Freezer:
+    """Freezes and thaws one cgroup (v1 ``freezer.state`` or v2 ``cgroup.freeze``) through an open file."""
+
+    def __init__(self, directory: Path, *, v2: bool) -> None:
+        self.directory = directory
+        self.v2 = v2
+        name, self._on, self._off = (
+            ("cgroup.freeze", b"1", b"0") if v2 else ("freezer.state", b"FROZEN", b"THAWED")
+        )
+        self._fd = os.open(directory / name, os.O_WRONLY | os.O_CLOEXEC)
+        self.frozen = False
+
+    @classmethod
+    def for_dirs(cls, dirs: dict[str, Path]) -> Freezer | None:
+        """A freezer for the seat whose cgroup folders are ``dirs`` (v1 ``freezer`` first), or ``None``."""
+        for key, v2 in (("freezer", False), (V2, True)):
+            directory = dirs.get(key)
+            if directory is not None:
+                try:
+                    return cls(directory, v2=v2)
+                except OSError:
+                    continue
+        return None
+
+    def freeze(self) -> None:
+        """Stop every task of the group (asynchronous: each task stops at its next return to user mode,
+        microseconds for a running one). Idempotent."""
+        if not self.frozen:
+            os.pwrite(self._fd, self._on, 0)
+            self.frozen = True
+
+    def thaw(self) -> None:
+        """Let the group run again. Idempotent; harmless on a group whose tasks are gone."""
+        if self.frozen:
+            with contextlib.suppress(OSError):  # the group was removed: nothing left to thaw
+                os.pwrite(self._fd, self._off, 0)
+            self.frozen = False
+
+    def is_frozen(self) -> bool:
+        """What the kernel says (v1: ``FROZEN``/``FREEZING`` count as frozen; v2: ``cgroup.events``)."""
+        try:
+            if self.v2:
+                events = (self.directory / "cgroup.events").read_text()
+                return "frozen 1" in events or (self.directory / "cgroup.freeze").read_text().strip() == "1"
+            return (self.directory / "freezer.state").read_text().strip() in ("FROZEN", "FREEZING")
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        """Thaw (a frozen v1 task cannot die) and close the file (idempotent)."""
+        self.thaw()
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+
+
+def _read_counters(path: Path) -> dict[str, int]:
+    counters: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                counters[key] = int(value)
+    return counters
+
+
+@dataclass(frozen=True)
+class MemoryWatch:
+    """Reads one seat's memory cgroup (v1 ``memory`` or v2) for signs that it ran out of memory."""
+
+    directory: Path
+    v2: bool
+
+    @classmethod
+    def for_dirs(cls, dirs: dict[str, Path]) -> MemoryWatch | None:
+        if "memory" in dirs:
+            return cls(dirs["memory"], v2=False)
+        directory = dirs.get(V2)
+        if directory is not None and (directory / "memory.events").exists():
+            return cls(directory, v2=True)
+        return None
+
+    def oom_kills(self) -> int:
+        """How many processes of the group the kernel's OOM killer killed."""
+        name = "memory.events" if self.v2 else "memory.oom_control"
+        return _read_counters(self.directory / name).get("oom_kill", 0)
+
+    def limit_hits(self) -> int:
+        """How many times the group's usage reached its limit (v1 ``failcnt``, v2 ``max`` events)."""
+        if self.v2:
+            return _read_counters(self.directory / "memory.events").get("max", 0)
+        try:
+            return int((self.directory / "memory.failcnt").read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def exhausted(self) -> str:
+        """A sentence when the group ran out of memory (an OOM kill, or usage at the limit), else ``""``."""
+        kills = self.oom_kills()
+        if kills:
+            return f"the kernel killed {kills} of its processes for exceeding the memory limit"
+        if self.limit_hits():
+            return "its memory use reached the limit"
+        return ""

@@ -1,0 +1,305 @@
+"""One seat's agent: the agent protocol as the platform speaks it, in duels, smoke tests and live games.
+
+A ``Seat`` launches its agent in a sandbox, waits for ``ready``, asks for moves and tells it when a match
+ends, with the game's deadlines and byte caps, and turns everything that goes wrong into a
+``PlayerFault`` whose ``kind`` is the same whoever drives the seat (the referee or a live game):
+
+=====================================================  ================  =================
+what happened                                          kind              channel still ok?
+=====================================================  ================  =================
+no complete reply in time                              TIMEOUT           no
+  ... while the agent's memory cgroup ran out          MEMORY_LIMIT      no
+the channel closed / the process died                  CRASH             no
+  ... killed by the kernel's OOM killer                MEMORY_LIMIT      no
+  ... killed for its CPU-seconds limit                 TIMEOUT           no
+the user's code raised (harness ``error``)             CRASH             yes
+  ... ``MemoryError``                                  MEMORY_LIMIT      yes
+a reply line longer than ``max_message_bytes``         OUTPUT_LIMIT      no
+not UTF-8 / JSON / an object / the expected message    BAD_OUTPUT        no
+not an int, or not among the legal actions             INVALID_ACTION    yes
+=====================================================  ================  =================
+
+Fairness: between its own replies the agent is *frozen* (``AgentProcess.freeze``: its cgroup, every
+process it forked included, gets no CPU), so it cannot slow its opponent down, whose clock runs. It is
+thawed just before a message that needs a reply is sent and frozen again once the reply is in. Start-up
+(``ready``) runs unfrozen, both agents in parallel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from typing import Any
+
+from run_duel.channel import ChannelError
+from run_duel.outcomes import ErrorKind
+from run_duel.sandbox.base import AgentProcess, LaunchSpec, Sandbox
+
+#: Characters of an agent's stderr quoted in an error message, and at most this many lines.
+ERROR_LOG_CHARS = 2000
+ERROR_LOG_LINES = 20
+
+
+class PlayerFault(Exception):
+    """The agent broke a rule; ``kind`` is one of ``PLAYER_ERROR_KINDS``. ``desync``: its channel can no
+    longer be trusted (the process must be killed)."""
+
+    def __init__(self, kind: str, message: str, *, desync: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.desync = desync
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def ordinal_move(n: int) -> str:
+    """Where a fault happened, in the erring player's own moves first: ``n`` is the index of the ply
+    (both players' moves counted), e.g. 4 -> "its move 3 (move 5 of the match)"."""
+    return f"its move {n // 2 + 1} (move {n + 1} of the match)"
+
+
+def as_action(value: object) -> object:
+    """An action as the rules take it: a JSON number equal to a whole number becomes that ``int``
+    (agents written to the rl-arena document return floats such as ``3.0``); anything else is unchanged
+    (``True`` stays a bool: JSON ``true`` is not an action)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+def json_preview(value: Any) -> str:
+    """A short printable form of a JSON value."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _raised_kind(reply: dict[str, Any]) -> ErrorKind:
+    return ErrorKind.MEMORY_LIMIT if reply.get("exception") == "MemoryError" else ErrorKind.CRASH
+
+
+class Seat:
+    """One seat's agent across a duel (or a live game): launches, protocol, faults, logs, freezing."""
+
+    def __init__(self, index: int, sandbox: Sandbox, spec: LaunchSpec, *, name: str | None = None) -> None:
+        self.index = index
+        self.name = name or f"PLAYER_{index + 1}"
+        self.sandbox = sandbox
+        self.spec = spec
+        self.limits = spec.limits
+        self.proc: AgentProcess | None = None
+        self.launches = 0
+        self.logs: list[str] = []
+        self.fatal: PlayerFault | None = None  # every remaining match is charged with this
+        self.started = False  # got "start" in the current match
+
+    @property
+    def relaunches(self) -> int:
+        return max(0, self.launches - 1)
+
+    # -- life cycle ----------------------------------------------------------------------------------
+
+    def spawn(self) -> None:
+        """Start the process (raises ``SandboxError``); ``await_ready`` finishes the launch."""
+        self.attach(self.sandbox.launch(self.spec))
+
+    def attach(self, proc: AgentProcess) -> None:
+        """Take a process launched for this seat (e.g. by ``Sandbox.launch_many``)."""
+        self.launches += 1
+        self.proc = proc
+
+    def await_ready(self) -> None:
+        """Wait for ``ready``, then freeze the agent until its first turn. On failure the seat is marked
+        ``fatal`` (charged for every remaining match) and its process discarded."""
+        assert self.proc is not None
+        try:
+            reply = self.proc.channel.recv(self.limits.init_timeout, self.limits.max_message_bytes)
+        except ChannelError as exc:
+            fault = self.fault_from_channel(exc, "while starting (importing player.py and building Player)")
+            self.fatal = PlayerFault(fault.kind, fault.message, desync=True)
+            self.discard()
+            return
+        if reply.get("type") == "ready":
+            self.proc.freeze()
+            return
+        if reply.get("type") == "error":
+            name = reply.get("exception")
+            kind = _raised_kind(reply)
+            message = f"{self.name} failed to start: player.py raised {name}:\n{reply.get('message', '')}"
+        else:
+            kind = ErrorKind.BAD_OUTPUT
+            message = f"{self.name} sent {str(reply)[:200]} instead of ready while starting"
+        self.discard()
+        self.fatal = PlayerFault(kind, self.with_log(message), desync=True)
+
+    def discard(self) -> None:
+        """Kill the process, then keep its stderr tail (complete once it is dead: the local sandbox drains
+        the pipe and the Docker sandbox fetches the log as part of ``kill``)."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        proc.kill()
+        text = proc.stderr_log()
+        if text:
+            self.logs.append(text)
+
+    def say_close(self) -> None:
+        """Send ``close`` (the harness closes its channel and exits); a broken channel is ignored."""
+        if self.proc is None:
+            return
+        self.proc.thaw()  # it must run to obey
+        with contextlib.suppress(ChannelError):
+            self.proc.channel.send({"type": "close"}, 0.1)
+
+    # -- protocol ------------------------------------------------------------------------------------
+
+    def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """Thaw, send ``message``, read the reply within the move deadline, freeze. Returns the reply and
+        the seconds from sending to the reply. Raises ``ChannelError``."""
+        proc = self.proc
+        assert proc is not None
+        limits = self.limits
+        proc.thaw()
+        t0 = time.perf_counter()
+        try:
+            proc.channel.send(message, limits.move_timeout)
+            reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
+        except ChannelError:
+            raise  # left running: what happens next (kill, or a look at how it ended) needs it thawed
+        elapsed = time.perf_counter() - t0
+        proc.freeze()
+        return reply, elapsed
+
+    def move(self, observation: Any, legal: list[int], ply: int) -> tuple[int, float]:
+        """Ask for the action at ply ``ply`` of the match (``start`` on the seat's first move, then
+        ``step``). Returns the legal action and the seconds it took; raises ``PlayerFault``."""
+        if self.started:
+            message = {"type": "step", "state": observation, "valid_actions": legal, "reward": 0.0}
+        else:
+            message = {"type": "start", "state": observation, "valid_actions": legal}
+            self.started = True
+        try:
+            reply, elapsed = self._exchange(message)
+        except ChannelError as exc:
+            raise self.fault_from_channel(exc, f"at {ordinal_move(ply)}") from exc
+        action = as_action(reply.get("action")) if reply.get("type") == "action" else None
+        if type(action) is not int or action not in legal:
+            raise self._bad_reply(reply, legal, ply)
+        return action, elapsed
+
+    def end(self, observation: Any, reward: float) -> PlayerFault | None:
+        """Tell the agent the match is over (only if it got ``start``); the fault if it misbehaved."""
+        if not self.started or self.proc is None:
+            return None
+        self.started = False
+        try:
+            reply, _ = self._exchange({"type": "end", "state": observation, "reward": reward})
+        except ChannelError as exc:
+            return self.fault_from_channel(exc, "when told the match was over (end)")
+        if reply.get("type") == "ended":
+            return None
+        if reply.get("type") == "error":
+            name = reply.get("exception", "Exception")
+            return PlayerFault(
+                _raised_kind(reply),
+                self.with_log(f"{self.name} raised {name} in end():\n{reply.get('message', '')}"),
+                desync=False,
+            )
+        return PlayerFault(
+            ErrorKind.BAD_OUTPUT,
+            self.with_log(f"{self.name} sent {str(reply)[:200]} instead of ended"),
+            desync=True,
+        )
+
+    # -- faults --------------------------------------------------------------------------------------
+
+    def _bad_reply(self, reply: dict[str, Any], legal: list[int], ply: int) -> PlayerFault:
+        where = ordinal_move(ply)
+        kind = reply.get("type")
+        if kind == "error":
+            name = reply.get("exception", "Exception")
+            text = str(reply.get("message", ""))
+            return PlayerFault(
+                _raised_kind(reply),
+                self.with_log(f"{self.name} raised {name} at {where}:\n{text}"),
+                desync=False,
+            )
+        if kind != "action" or "action" not in reply:
+            return PlayerFault(
+                ErrorKind.BAD_OUTPUT,
+                self.with_log(f"{self.name} sent {str(reply)[:200]} instead of an action at {where}"),
+                desync=True,
+            )
+        action = reply["action"]
+        shown = ", ".join(map(str, legal[:30])) + (", ..." if len(legal) > 30 else "")
+        if action is None and "repr" in reply:
+            what = f"returned {str(reply['repr'])[:200]} at {where}, which is not a JSON value"
+        elif type(action) is float:
+            what = (
+                f"returned {json_preview(action)} at {where}: a float that is not a whole number "
+                "(return one of valid_actions, e.g. int(a))"
+            )
+        elif type(action) is not int:
+            what = f"returned {json_preview(action)} ({type(action).__name__}) at {where}, not an int"
+        else:
+            what = f"played {json_preview(action)} at {where}, which is not a legal action"
+        return PlayerFault(
+            ErrorKind.INVALID_ACTION,
+            self.with_log(f"{self.name} {what}; legal actions: [{shown}]"),
+            desync=False,
+        )
+
+    def fault_from_channel(self, exc: ChannelError, where: str) -> PlayerFault:
+        """Turn a channel failure into the player's fault, looking at how the process ended and at its
+        memory cgroup (a deadline missed or a death at the memory limit is ``MEMORY_LIMIT``)."""
+        kind = exc.kind
+        message = str(exc)
+        proc = self.proc
+        if kind == ErrorKind.CRASH and proc is not None:
+            info = proc.wait_exit(0.5)
+            if info is None:
+                message += " (process still running)"
+            else:
+                if info.returncode is not None and info.returncode < 0:
+                    try:
+                        signame = signal.Signals(-info.returncode).name
+                    except ValueError:
+                        signame = f"signal {-info.returncode}"
+                    message = f"the process was killed by {signame}"
+                elif info.returncode is not None:
+                    message = f"the process exited with code {info.returncode}"
+                if info.oom_killed:
+                    kind = ErrorKind.MEMORY_LIMIT
+                    message += f" after exceeding its memory limit of {self.limits.memory_mb} MB"
+                elif info.returncode == -signal.SIGXCPU or "CPU time" in info.detail:
+                    kind = ErrorKind.TIMEOUT
+                if info.detail:
+                    message += f" ({info.detail})"
+        if kind in (ErrorKind.TIMEOUT, ErrorKind.CRASH) and proc is not None:
+            exhausted = proc.memory_exhausted()
+            if exhausted:
+                kind = ErrorKind.MEMORY_LIMIT
+                message += f"; {exhausted} ({self.limits.memory_mb} MB)"
+        if kind == "PROTOCOL":
+            kind = ErrorKind.BAD_OUTPUT
+        return PlayerFault(kind, self.with_log(f"{self.name} {where}: {message}"), desync=True)
+
+    # -- logs ----------------------------------------------------------------------------------------
+
+    def stderr_tail(self) -> str:
+        """Everything kept of the agent's stderr across its launches."""
+        parts = list(self.logs)
+        if self.proc is not None:
+            parts.append(self.proc.stderr_log())
+        return "\n--- relaunched ---\n".join(p for p in parts if p)
+
+    def with_log(self, message: str) -> str:
+        """``message`` followed by the last lines of the agent's stderr."""
+        lines = self.stderr_tail().rstrip().splitlines()[-ERROR_LOG_LINES:]
+        tail = _tail(
+            "\n".join(line if len(line) <= 200 else line[:200] + "..." for line in lines), ERROR_LOG_CHARS
+        )
+        return f"{message}\nLast lines of stderr:\n{tail}" if tail else f"{message}\n(stderr was empty)"
