@@ -1,7 +1,9 @@
 """Validate a submission zip before anything from it touches the disk.
 
 Every check produces a ``ValidationError`` whose message tells the uploader what to fix. The checks:
-size of the upload, number of entries, total declared and *actual* decompressed bytes (zip bombs),
+size of the upload; then, streaming the central directory before any list of entries is built
+(``builder.zip_directory``): number of entries, directory size, path length and depth, declared sizes
+and compression ratio; then total *actual* decompressed bytes (zip bombs),
 absolute paths, ``..``, backslashes and control characters in names, symlinks, device files, encrypted
 entries, unsupported compression, duplicate names, a file that is also used as a folder, and the presence
 of ``player.py`` (or, for Kaggle-style agents, ``main.py``) — at the top level, or inside one single
@@ -19,7 +21,9 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
+from builder.zip_directory import DirectoryError, DirectoryLimits, scan_directory
 from run_duel.sandbox.base import AGENT_ENTRY_FILES
 
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
@@ -42,7 +46,26 @@ class ZipLimits:
     max_entries: int = 2000
     max_total_bytes: int = 500 * 1024 * 1024  # decompressed, all files together
     max_file_bytes: int = 300 * 1024 * 1024  # decompressed, one file
-    max_name_length: int = 255
+    max_name_length: int = 255  # one path component, in bytes
+    max_path_bytes: int = 1024  # a whole member name, in bytes
+    max_path_depth: int = 32  # folders and file name
+    max_directory_bytes: int = 8 * 1024 * 1024  # the zip's central directory
+    #: A file over ``ratio_floor_bytes`` may not inflate more than this (deflate tops out near 1032:1).
+    max_compression_ratio: int = 200
+    ratio_floor_bytes: int = 1024 * 1024
+
+    def directory_limits(self) -> DirectoryLimits:
+        """The caps checked while streaming the central directory."""
+        return DirectoryLimits(
+            max_entries=self.max_entries,
+            max_total_bytes=self.max_total_bytes,
+            max_file_bytes=self.max_file_bytes,
+            max_path_bytes=self.max_path_bytes,
+            max_path_depth=self.max_path_depth,
+            max_directory_bytes=self.max_directory_bytes,
+            max_compression_ratio=self.max_compression_ratio,
+            ratio_floor_bytes=self.ratio_floor_bytes,
+        )
 
 
 @dataclass(frozen=True)
@@ -162,18 +185,37 @@ def read_member_capped(zf: zipfile.ZipFile, entry: ZipEntry, budget: int, sink=N
     return produced
 
 
+def check_directory(fh: BinaryIO, limits: ZipLimits | None = None) -> None:
+    """Stream the central directory of the zip in the seekable ``fh`` through the early caps (entry count,
+    directory size, path length and depth, declared sizes, compression ratio) in bounded memory; raise
+    ``ValidationError`` with a one-line message at the first cap crossed. Restores the file position."""
+    limits = limits or ZipLimits()
+    position = fh.tell()
+    try:
+        size = fh.seek(0, 2)
+        if size == 0:
+            raise ValidationError("the upload is empty")
+        if size > limits.max_zip_bytes:
+            raise ValidationError(f"the upload is {_mib(size)}; the limit is {_mib(limits.max_zip_bytes)}")
+        scan_directory(fh, size, limits.directory_limits())
+    except DirectoryError as exc:
+        raise ValidationError(str(exc)) from None
+    except OSError as exc:
+        raise ValidationError(f"the upload cannot be read: {exc}") from exc
+    finally:
+        fh.seek(position)
+
+
 def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZip:
     """Check ``zip_path`` and return what to extract; raise ``ValidationError`` with a readable message."""
     limits = limits or ZipLimits()
     zip_path = Path(zip_path)
     try:
-        size = zip_path.stat().st_size
+        with open(zip_path, "rb") as fh:
+            check_directory(fh, limits)
     except OSError as exc:
         raise ValidationError(f"the upload cannot be read: {exc.strerror}") from exc
-    if size == 0:
-        raise ValidationError("the upload is empty")
-    if size > limits.max_zip_bytes:
-        raise ValidationError(f"the upload is {_mib(size)}; the limit is {_mib(limits.max_zip_bytes)}")
+    # The directory is now known to be small: zipfile may read it.
     try:
         zf = zipfile.ZipFile(zip_path)
     except zipfile.BadZipFile as exc:

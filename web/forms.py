@@ -8,6 +8,8 @@ from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 
+from core.actions.errors import SubmissionError
+from core.actions.submissions import check_zip_directory
 from core.models import Competitor, Environment
 from core.models.competitor import NAME_VALIDATOR
 from web.agent_check import first_syntax_error
@@ -145,6 +147,10 @@ def check_upload(upload: UploadedFile) -> None:
     upload.seek(0)
     if head[:2] != b"PK":
         raise ValueError("This is not a zip file (zip files start with 'PK').")
+    try:  # before anything opens the zip: a hostile directory is refused in bounded memory and time
+        check_zip_directory(upload)
+    except SubmissionError as exc:
+        raise ValueError(f"This zip cannot be accepted: {exc}.") from None
     error = first_syntax_error(upload)
     if error:
         raise ValueError(f"Python cannot compile your agent: {error}")

@@ -73,6 +73,18 @@ def _validate_zip(path: Path) -> None:
         raise SubmissionError(str(exc)) from exc
 
 
+def check_zip_directory(upload: BinaryIO) -> None:
+    """The validator's early caps (entry count, path depth and length, declared sizes, compression ratio)
+    on an upload still in the request, streamed from its central directory in bounded memory; raises
+    ``SubmissionError`` with a one-line message. The file position is restored."""
+    from builder.zip_validation import ValidationError, ZipLimits, check_directory
+
+    try:
+        check_directory(upload, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
+    except ValidationError as exc:
+        raise SubmissionError(str(exc)) from exc
+
+
 def submit_revision(
     user: User, environment_slug: str, competitor_name: str, zip_file: ZipSource, is_public: bool = False
 ) -> Revision:
