@@ -1,9 +1,12 @@
 """Publishing the sources of public, eligible revisions to a git repository.
 
-Layout of the repository: ``<environment slug>/<owner>-<competitor>/`` holds the files of the
-competitor's latest published revision; each revision is one commit whose message names the competitor,
-version and environment and ends with a ``Revision-Id: <id>`` trailer. That trailer makes publishing
-idempotent: a revision already in the history is only marked PUBLISHED, never committed twice.
+Layout of the repository: ``<environment slug>/competitor-<competitor id>/`` holds the files of the
+competitor's latest published revision; each revision is one commit whose message and trailers
+(``Competitor-Id``, ``Version``, ``Environment``, ``Revision-Id``) are made of ids and the operator's
+environment slug only. No user text (display name, competitor name) reaches a path or a commit message:
+two owners can never share a folder, and no name can forge a trailer. The ``Revision-Id`` trailer, parsed
+by git and compared exactly, makes publishing idempotent: a revision already in the history is only marked
+PUBLISHED, never committed twice.
 
 A revision is published only if it is ELIGIBLE and both it and its competitor are public at the time of
 publishing; otherwise its publish state goes back to PRIVATE. Failures leave it FAILED; the periodic
@@ -25,13 +28,12 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.text import slugify
 
 from core.models import Revision
-from publisher.gitrepo import PublicRepo, PublishError, ensure_bare_repo
+from publisher.gitrepo import REVISION_TRAILER, PublicRepo, PublishError, ensure_bare_repo
 
 log = logging.getLogger(__name__)
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 
 def remote_url() -> str:
@@ -55,27 +57,31 @@ def working_repo() -> PublicRepo:
     )
 
 
+def _environment_part(revision: Revision) -> str:
+    """The environment's slug (operator data), or its id should the slug ever not be a plain slug."""
+    environment = revision.competitor.environment
+    return environment.slug if _SLUG.match(environment.slug) else f"environment-{environment.pk}"
+
+
 def folder_for(revision: Revision) -> PurePosixPath:
-    """``<environment slug>/<owner>-<competitor>`` for the revision's competitor (safe path parts)."""
-    competitor = revision.competitor
-    owner = slugify(competitor.owner.public_name) or f"user-{competitor.owner_id}"
-    name = _SAFE.sub("-", competitor.name).strip(".-") or f"competitor-{competitor.pk}"
-    return PurePosixPath(competitor.environment.slug, f"{owner}-{name}")
+    """``<environment slug>/competitor-<id>``: unique per competitor, whatever its owner and name."""
+    return PurePosixPath(_environment_part(revision), f"competitor-{revision.competitor_id}")
 
 
 def commit_message(revision: Revision) -> str:
-    """The commit message of a revision, ending with its ``Revision-Id`` trailer."""
-    c = revision.competitor
+    """The commit message of a revision: ids only, ending with the trailers (``Revision-Id`` last)."""
+    environment = _environment_part(revision)
     return (
-        f"{c.name} v{revision.version} ({c.environment.slug}) by {c.owner.public_name}\n\n"
-        f"Competitor: {c.name}\nVersion: {revision.version}\nEnvironment: {c.environment.slug}\n"
+        f"Publish revision {revision.pk}: competitor {revision.competitor_id} v{revision.version} "
+        f"({environment})\n\n"
+        f"Competitor-Id: {revision.competitor_id}\nVersion: {revision.version}\nEnvironment: {environment}\n"
         f"{trailer(revision.pk)}\n"
     )
 
 
 def trailer(revision_id: int) -> str:
-    """The line identifying a revision's commit."""
-    return f"Revision-Id: {revision_id}"
+    """The trailer line identifying a revision's commit."""
+    return f"{REVISION_TRAILER}: {revision_id}"
 
 
 def is_publishable(revision: Revision) -> bool:
@@ -108,7 +114,7 @@ def publish_revision(revision_id: int) -> str:
             repo = working_repo()
             with repo.locked():
                 repo.sync()
-                if not repo.has_commit_with_trailer(trailer(revision.pk)):
+                if not repo.has_published(revision.pk):
                     repo.replace_folder(folder_for(revision), Path(settings.DATA_DIR) / revision.zip_path)
                     repo.commit_and_push(commit_message(revision))
         except PublishError as exc:

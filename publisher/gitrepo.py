@@ -21,6 +21,8 @@ class PublishError(RuntimeError):
     """Publishing failed (git error, unreadable zip...). The message says what and why."""
 
 
+#: The commit trailer naming the revision a commit publishes.
+REVISION_TRAILER = "Revision-Id"
 #: Largest total uncompressed size extracted from one submission.
 MAX_EXTRACTED_BYTES = 200 * 1024 * 1024
 
@@ -83,7 +85,7 @@ def safe_extract(zip_path: Path, dest: Path) -> list[str]:
                     raise PublishError(f"{zip_path.name}: unsafe path {info.filename!r}")
                 if (info.external_attr >> 16) & 0o170000 == 0o120000:
                     raise PublishError(f"{zip_path.name}: symbolic link {info.filename!r}")
-                if name.parts[0] == ".git":
+                if ".git" in name.parts:
                     raise PublishError(f"{zip_path.name}: refuses to publish a .git folder")
                 total += info.file_size
                 if total > MAX_EXTRACTED_BYTES:
@@ -143,11 +145,17 @@ class PublicRepo:
             self.git("rm", "-r", "--quiet", "--cached", "--ignore-unmatch", ".")
         self.git("clean", "--quiet", "-fdx")
 
-    def has_commit_with_trailer(self, trailer: str) -> bool:
-        """Whether the branch history holds a commit whose message contains the line ``trailer``."""
+    def published_revision_ids(self) -> set[str]:
+        """The values of every ``Revision-Id`` trailer in the branch history, as git parses trailers
+        (the last paragraph of a message only: text in a subject or body is never a trailer)."""
         if not self.head_exists():
-            return False
-        return bool(self.git("log", "--format=%H", "--fixed-strings", f"--grep={trailer}").strip())
+            return set()
+        out = self.git("log", f"--format=%(trailers:key={REVISION_TRAILER},valueonly,separator=%x00)%x00")
+        return {value.strip() for value in out.split("\0") if value.strip()}
+
+    def has_published(self, revision_id: int) -> bool:
+        """Whether a commit of the branch carries exactly the trailer ``Revision-Id: <revision_id>``."""
+        return str(revision_id) in self.published_revision_ids()
 
     def head_exists(self) -> bool:
         """Whether the branch has at least one commit."""

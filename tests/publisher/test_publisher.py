@@ -21,12 +21,17 @@ def test_a_public_revision_lands_in_its_competitor_folder_as_one_commit(make_rev
     rev = make_revision(files={"player.py": "class Player: ...\n", "weights/model.txt": "42"})
     assert publish_revision(rev.pk) == "PUBLISHED"
     repo = clone()
-    folder = repo / "tic-tac-toe" / "ada-minimax"
+    folder = repo / "tic-tac-toe" / f"competitor-{rev.competitor_id}"
     assert (folder / "player.py").read_text() == "class Player: ...\n"
     assert (folder / "weights" / "model.txt").read_text() == "42"
-    assert commits(repo) == ["minimax v1 (tic-tac-toe) by Ada"]
-    body = git("log", "-1", "--format=%B", cwd=repo)
-    assert f"Revision-Id: {rev.pk}" in body and "Version: 1" in body and "Environment: tic-tac-toe" in body
+    assert commits(repo) == [f"Publish revision {rev.pk}: competitor {rev.competitor_id} v1 (tic-tac-toe)"]
+    trailers = git("log", "-1", "--format=%(trailers:only)", cwd=repo).split("\n")
+    assert trailers[:4] == [
+        f"Competitor-Id: {rev.competitor_id}",
+        "Version: 1",
+        "Environment: tic-tac-toe",
+        f"Revision-Id: {rev.pk}",
+    ]
     rev.refresh_from_db()
     assert rev.publish_state == Revision.PublishState.PUBLISHED
 
@@ -37,10 +42,13 @@ def test_a_new_version_replaces_the_folder_content_in_a_new_commit(make_revision
     v2 = make_revision(v1.competitor, files={"player.py": "v2"})
     publish_revision(v2.pk)
     repo = clone()
-    folder = repo / "tic-tac-toe" / "ada-minimax"
+    folder = repo / "tic-tac-toe" / f"competitor-{v1.competitor_id}"
     assert (folder / "player.py").read_text() == "v2"
     assert not (folder / "old.txt").exists()
-    assert commits(repo) == ["minimax v2 (tic-tac-toe) by Ada", "minimax v1 (tic-tac-toe) by Ada"]
+    assert [c.split(":")[0] for c in commits(repo)] == [
+        f"Publish revision {v2.pk}",
+        f"Publish revision {v1.pk}",
+    ]
 
 
 def test_publishing_twice_commits_once(make_revision, clone):
@@ -57,7 +65,7 @@ def test_a_private_revision_never_appears(make_revision, clone):
     Revision.objects.filter(pk=private.pk).update(publish_state=Revision.PublishState.PENDING)
     publish_due()
     repo = clone()
-    assert not (repo / "tic-tac-toe" / "ada-secret").exists()
+    assert not (repo / "tic-tac-toe" / f"competitor-{private.competitor_id}").exists()
     assert "TOP SECRET" not in git("log", "-p", "--all", cwd=repo)
     private.refresh_from_db()
     public.refresh_from_db()
