@@ -89,6 +89,9 @@ class Revision(models.Model):
     zip_size = models.PositiveBigIntegerField(default=0)
     content_hash = models.CharField(max_length=64, help_text="sha256 of the zip.")
     agent_ref = models.CharField(max_length=500, blank=True, help_text="Image tag or folder that runs it.")
+    image_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Size of its Docker image (as the engine reports it); None: unknown."
+    )
     error_message = models.TextField(blank=True, help_text="Why it failed, shown to the owner.")
     is_public = models.BooleanField(default=False)
     publish_state = models.CharField(
