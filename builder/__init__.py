@@ -52,6 +52,9 @@ class BuildResult:
     duration_s: float
     error_kind: str = ""
     cached: bool = False
+    language: str = ""  # "python", "cpp" or "javascript" (builder.languages), once the zip is valid
+    packages: tuple[tuple[str, str], ...] = ()  # (name, version) installed from requirements.txt
+    image_size_bytes: int = 0  # docker: the image's size (shared base layers included)
 
 
 def build_submission(
@@ -86,7 +89,23 @@ def build_submission(
             ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INVALID_SUBMISSION"
         )
 
+    from builder.languages import detect_language
+
+    language = detect_language(e.path for e in validated.entries)
+    language_key = language.key if language else ""
     if backend == "local":
+        if language_key != "python":
+            return done(
+                ok=False,
+                agent_ref="",
+                log="",
+                error=f"{language.label if language else 'this'} agents run only in the Docker sandbox, "
+                "and this server uses the local one (SANDBOX=local): ask its operator, or upload a Python "
+                "agent",
+                content_hash=validated.content_hash,
+                error_kind="BUILD_FAILED",
+                language=language_key,
+            )
         try:
             path, reused = extract_cached(validated, Path(work_dir))
         except ValidationError as exc:
@@ -115,6 +134,7 @@ def build_submission(
             error="",
             content_hash=validated.content_hash,
             cached=reused,
+            language=language_key,
         )
 
     from builder.image import ImageBuildError, build_image  # docker SDK only when needed
@@ -130,6 +150,7 @@ def build_submission(
             error=str(exc),
             content_hash=validated.content_hash,
             error_kind=exc.kind,
+            language=language_key,
         )
     except ValidationError as exc:
         return done(
@@ -147,4 +168,7 @@ def build_submission(
         error="",
         content_hash=validated.content_hash,
         cached=built.cached,
+        language=built.language,
+        packages=built.packages,
+        image_size_bytes=built.size_bytes,
     )

@@ -1,20 +1,26 @@
-"""Build an agent image from a validated submission with OUR Dockerfile template.
+"""Build an agent image from a validated submission with OUR Dockerfile template, per language.
 
-Image layout::
+Image layout (every language)::
 
-    /opt/arena/arena_harness.py    our harness (ENTRYPOINT), copied from run_duel/harness/
+    /opt/arena/...                 our harness, copied from run_duel/harness/ (Python, C++ header, Node.js)
     /agent/...                     the user's files, owned by root, read-only for the agent
     USER 10001                     never root at run time
 
-The build context is written straight from the zip into a tar stream (nothing of the user's is extracted
-to disk). Builds run with a memory cap, reduced CPU shares, a wall-clock timeout and no network, unless the
-operator enabled package installs, in which case ``pip install -r requirements.txt`` runs with network.
-Without installs, a ``requirements.txt`` must already be satisfied by the base image, else the build fails
-with a message naming the missing package.
+The language comes from the entry file (``builder.languages``): ``player.py``/``main.py`` (Python, our
+harness imports it), ``main.cpp`` (C++: every .cpp is compiled at build time, as user 10001, with g++
+against ``/opt/arena/arena.hpp``; the program is the entrypoint) or ``main.js`` (Node.js runs our
+``arena_harness.js``, which requires it). Each language has its own base image
+(``scripts/build_base_image.sh``).
+
+A Python agent's ``requirements.txt`` is resolved wheels-only on this host into the shared wheel cache
+(``builder.wheels``), and a first build stage installs exactly those wheels with ``--no-index`` as user
+10001 under time, size and file-count limits; the final image copies the result, root-owned and read-only,
+to ``/opt/agent-packages`` (on ``PYTHONPATH``). No build step ever has network (``network_mode=none``),
+and none runs the submission's code.
 
 Images are tagged ``<repository>:<content hash prefix>-<build key prefix>``, the build key hashing the
-content, the harness, the base image id and the settings (also kept as a label). Building the same zip
-again finds the image by tag and returns at once; a tag is never re-pointed to a different image.
+content, the harness, the base image id, the wheels and the limits (also kept as a label). Building the
+same zip again finds the image by tag and returns at once; a tag is never re-pointed to a different image.
 
 With a registry (``AGENT_REGISTRY``, ``run_duel.registry``) every image is then pushed to
 ``<registry>/<repository>:<same tag>`` and named by what the registry recorded:
@@ -35,7 +41,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +51,43 @@ from docker.utils import kwargs_from_env
 from requests.exceptions import RequestException
 
 import run_duel
+from builder.languages import Language, detect_language
 from builder.settings import BuilderSettings
+from builder.wheels import (
+    PLATFORM_PROBE,
+    RequirementsError,
+    Resolution,
+    WheelCache,
+    WheelCacheError,
+    parse_requirements,
+)
 from builder.zip_validation import ValidatedZip, read_member_capped
 from run_duel.images import ImageCache, cache_budget_from_env, parse_digest_ref
 from run_duel.registry import RegistryConfig, RegistryConfigError
 from run_duel.sandbox.docker_client import get_client
 
-TEMPLATE_VERSION = "2"
+TEMPLATE_VERSION = "3"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 AGENT_UID = 10001
 MAX_LOG_CHARS = 512 * 1024
-HARNESS_PATH = Path(next(iter(run_duel.__path__))).resolve() / "harness" / "arena_harness.py"
-CHECK_REQUIREMENTS_PATH = Path(__file__).resolve().parent / "image_files" / "check_requirements.py"
-ENTRYPOINT = ["python3", "-B", "-s", "/opt/arena/arena_harness.py", "--agent-dir", "/agent"]
+MAX_REQUIREMENTS_BYTES = 64 * 1024
+HARNESS_DIR = Path(next(iter(run_duel.__path__))).resolve() / "harness"
+HARNESS_PATH = HARNESS_DIR / "arena_harness.py"
+IMAGE_FILES = Path(__file__).resolve().parent / "image_files"
+PACKAGES_DIR = "/opt/agent-packages"
+CPP_PROGRAM = "/opt/agent-bin/agent"
+#: Our files copied to /opt/arena/ in each language's image (name in the image -> source).
+ARENA_FILES: dict[str, dict[str, Path]] = {
+    "python": {"arena_harness.py": HARNESS_PATH, "install_packages.sh": IMAGE_FILES / "install_packages.sh"},
+    "cpp": {"arena.hpp": HARNESS_DIR / "arena.hpp", "compile_cpp.sh": IMAGE_FILES / "compile_cpp.sh"},
+    "javascript": {"arena_harness.js": HARNESS_DIR / "arena_harness.js"},
+}
+ENTRYPOINTS: dict[str, list[str]] = {
+    "python": ["python3", "-B", "-s", "/opt/arena/arena_harness.py", "--agent-dir", "/agent"],
+    "cpp": [CPP_PROGRAM],
+    "javascript": ["node", "/opt/arena/arena_harness.js", "--agent-dir", "/agent"],
+}
+ENTRYPOINT = ENTRYPOINTS["python"]
 
 
 class ImageBuildError(Exception):
@@ -78,38 +108,87 @@ class ImageBuild:
     log: str
     cached: bool
     tag: str = ""  # the content-derived local tag
+    language: str = "python"
+    packages: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (name, version) installed
+    size_bytes: int = 0  # the image's size as the engine reports it (base layers included)
 
 
-def render_dockerfile(base_image: str, *, has_requirements: bool, allow_installs: bool, labels: dict) -> str:
-    """Our Dockerfile: the only one ever used (users cannot supply their own)."""
-    lines = [
-        f"FROM {base_image}",
-        "COPY arena/ /opt/arena/",
-        "COPY agent/ /agent/",
-    ]
-    run = []
-    if has_requirements and allow_installs:
-        run.append(
-            "python3 -m pip install --no-cache-dir --no-input --disable-pip-version-check "
-            "--root-user-action=ignore -r /agent/requirements.txt"
-        )
-    elif has_requirements:
-        run.append("python3 /opt/arena/check_requirements.py /agent/requirements.txt")
-    # Precompile so a read-only root never makes the agent recompile at every start (non-fatal: a syntax
-    # error is reported to the author when the harness imports player.py).
-    run.append("(python3 -m compileall -q /agent /opt/arena >/dev/null 2>&1 || true)")
-    run.append("chmod -R a-w,a+rX /agent /opt/arena")
-    lines.append("RUN " + " && ".join(run))
+def _final_lines(labels: dict, entrypoint: list[str], env: str) -> list[str]:
     label_args = " ".join(f"{key}={json.dumps(value)}" for key, value in sorted(labels.items()))
-    lines += [
+    return [
         f"LABEL {label_args}",
-        "ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp",
+        f"ENV {env}",
         f"USER {AGENT_UID}:{AGENT_UID}",
         "WORKDIR /agent",
-        "ENTRYPOINT " + json.dumps(ENTRYPOINT),
+        "ENTRYPOINT " + json.dumps(entrypoint),
         "CMD []",
     ]
-    return "\n".join(lines) + "\n"
+
+
+def render_dockerfile(
+    base_image: str,
+    *,
+    labels: dict,
+    language: str = "python",
+    wheels: bool = False,
+    settings: BuilderSettings | None = None,
+) -> str:
+    """Our Dockerfile for one language: the only one ever used (users cannot supply their own)."""
+    settings = settings or BuilderSettings()
+    lines: list[str] = []
+    env = "HOME=/tmp"
+    if language == "python":
+        env = "PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp"
+        if wheels:
+            # Stage 1 installs the fetched wheels as the agent user, without network or index.
+            lines += [
+                f"FROM {base_image} AS packages",
+                "COPY wheels/ /tmp/wheels/",
+                "COPY arena/install_packages.sh /tmp/install_packages.sh",
+                f"RUN mkdir -m 0755 {PACKAGES_DIR} && chown {AGENT_UID}:{AGENT_UID} {PACKAGES_DIR}",
+                f"USER {AGENT_UID}:{AGENT_UID}",
+                f"RUN sh /tmp/install_packages.sh {settings.packages_timeout_s} "
+                f"{settings.packages_max_mb * 1024 * 1024} {settings.packages_max_files}",
+            ]
+            env += f" PYTHONPATH={PACKAGES_DIR}"
+        lines += [f"FROM {base_image}"]
+        if wheels:
+            lines += [f"COPY --from=packages --chown=0:0 {PACKAGES_DIR} {PACKAGES_DIR}"]
+        lines += [
+            "COPY arena/ /opt/arena/",
+            "COPY agent/ /agent/",
+            # Precompile so a read-only root never makes the agent recompile at every start (non-fatal: a
+            # syntax error is reported to the author when the harness imports player.py).
+            "RUN (python3 -m compileall -q /agent /opt/arena >/dev/null 2>&1 || true) "
+            "&& chmod -R a-w,a+rX /agent /opt/arena",
+        ]
+    elif language == "cpp":
+        lines += [
+            f"FROM {base_image}",
+            "COPY arena/ /opt/arena/",
+            "COPY agent/ /agent/",
+            f"RUN chmod -R a-w,a+rX /agent /opt/arena && mkdir -m 0755 /tmp/agent-build "
+            f"&& chown {AGENT_UID}:{AGENT_UID} /tmp/agent-build",
+            f"USER {AGENT_UID}:{AGENT_UID}",
+            f"RUN sh /opt/arena/compile_cpp.sh {settings.build_timeout_s} /tmp/agent-build/agent",
+            "USER 0:0",
+            f"RUN install -D -o 0 -g 0 -m 0555 /tmp/agent-build/agent {CPP_PROGRAM} "
+            "&& rm -rf /tmp/agent-build",
+        ]
+    elif language == "javascript":
+        lines += [
+            f"FROM {base_image}",
+            "COPY arena/ /opt/arena/",
+            "COPY agent/ /agent/",
+            "RUN chmod -R a-w,a+rX /agent /opt/arena",
+            # Parse (never run) main.js so a syntax error reaches its author at build time.
+            f"USER {AGENT_UID}:{AGENT_UID}",
+            "RUN node --check /agent/main.js >/tmp/check.log 2>&1 "
+            "|| { sed 's/^/SYNTAX: /' /tmp/check.log; echo 'SYNTAX ERROR'; exit 1; }",
+        ]
+    else:
+        raise ValueError(f"unknown agent language {language!r}")
+    return "\n".join([*lines, *_final_lines(labels, ENTRYPOINTS[language], env)]) + "\n"
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
@@ -130,13 +209,34 @@ def _add_dir(tar: tarfile.TarFile, name: str) -> None:
     tar.addfile(info)
 
 
-def write_context(validated: ValidatedZip, dockerfile: str, out) -> None:
-    """Write the build context tar to the file object ``out`` (agent files streamed from the zip)."""
+def _add_file(tar: tarfile.TarFile, name: str, path: Path) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = path.stat().st_size
+    info.mode = 0o644
+    info.mtime = 0
+    with path.open("rb") as handle:
+        tar.addfile(info, handle)
+
+
+def write_context(
+    validated: ValidatedZip,
+    dockerfile: str,
+    out,
+    *,
+    language: str = "python",
+    wheel_files: tuple[Path, ...] = (),
+) -> None:
+    """Write the build context tar to the file object ``out`` (agent files streamed from the zip, wheels
+    from the cache)."""
     with tarfile.open(fileobj=out, mode="w") as tar:
         _add_bytes(tar, "Dockerfile", dockerfile.encode())
         _add_dir(tar, "arena")
-        _add_bytes(tar, "arena/arena_harness.py", HARNESS_PATH.read_bytes())
-        _add_bytes(tar, "arena/check_requirements.py", CHECK_REQUIREMENTS_PATH.read_bytes())
+        for name, source in sorted(ARENA_FILES[language].items()):
+            _add_bytes(tar, f"arena/{name}", source.read_bytes())
+        if wheel_files:
+            _add_dir(tar, "wheels")
+            for path in wheel_files:
+                _add_file(tar, f"wheels/{path.name}", path)
         _add_dir(tar, "agent")
         made_dirs: set[str] = set()
         budget = validated.limits.max_total_bytes
@@ -159,17 +259,23 @@ def write_context(validated: ValidatedZip, dockerfile: str, out) -> None:
                     tar.addfile(info, spool)
 
 
-def build_key(validated: ValidatedZip, base_image_id: str, settings: BuilderSettings) -> str:
+def build_key(
+    validated: ValidatedZip,
+    base_image_id: str,
+    settings: BuilderSettings,
+    *,
+    language: str = "python",
+    resolution: Resolution | None = None,
+) -> str:
     """Everything that determines the image's content, hashed."""
     h = hashlib.sha256()
-    for part in (
-        TEMPLATE_VERSION,
-        validated.content_hash,
-        hashlib.sha256(HARNESS_PATH.read_bytes()).hexdigest(),
-        hashlib.sha256(CHECK_REQUIREMENTS_PATH.read_bytes()).hexdigest(),
-        base_image_id,
-        str(settings.allow_package_installs and validated.has_requirements),
-    ):
+    parts = [TEMPLATE_VERSION, language, validated.content_hash, base_image_id]
+    for name, path in sorted(ARENA_FILES[language].items()):
+        parts.append(f"{name}={hashlib.sha256(path.read_bytes()).hexdigest()}")
+    if resolution is not None:
+        parts += [w.sha256 for w in resolution.wheels]
+        parts += [str(settings.packages_max_mb), str(settings.packages_max_files)]
+    for part in parts:
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -181,25 +287,90 @@ def image_tag(validated: ValidatedZip, settings: BuilderSettings, key: str) -> s
     return f"{settings.image_repository}:{validated.content_hash[:20]}-{key[:12]}"
 
 
-def _existing(client: docker.DockerClient, name: str, key: str) -> str | None:
+def _existing(client: docker.DockerClient, name: str, key: str):
     try:
         image = client.images.get(name)
     except ImageNotFound:
         return None
     labels = image.attrs.get("Config", {}).get("Labels") or {}
-    return image.id if labels.get("rl-arena.build-key") == key else None
+    return image if labels.get("rl-arena.build-key") == key else None
 
 
 def _error_summary(log: str, fallback: str) -> str:
-    requirement_lines = [
-        ln[len("REQUIREMENTS ERROR: ") :] for ln in log.splitlines() if "REQUIREMENTS ERROR:" in ln
-    ]
-    if requirement_lines:
-        return "; ".join(requirement_lines)
-    pip_errors = [ln.strip() for ln in log.splitlines() if ln.strip().startswith("ERROR:")]
-    if pip_errors:
-        return "installing requirements.txt failed: " + " ".join(pip_errors[:3])
+    lines = log.splitlines()
+    packages = [ln.split("PACKAGES ERROR: ", 1)[1] for ln in lines if "PACKAGES ERROR: " in ln]
+    if packages:
+        return "; ".join(packages)
+    if "COMPILE ERROR BEGIN" in lines:
+        begin = lines.index("COMPILE ERROR BEGIN")
+        end = lines.index("COMPILE ERROR END") if "COMPILE ERROR END" in lines else len(lines)
+        return "\n".join(lines[begin + 1 : end])
+    syntax = [ln[len("SYNTAX: ") :] for ln in lines if ln.startswith("SYNTAX: ")]
+    if "SYNTAX ERROR" in lines:
+        return "main.js does not parse:\n" + "\n".join(syntax[:20])
     return fallback
+
+
+def _read_requirements(validated: ValidatedZip) -> str:
+    entry = next(e for e in validated.entries if e.path == "requirements.txt")
+    if entry.size > MAX_REQUIREMENTS_BYTES:
+        raise RequirementsError(f"requirements.txt is larger than {MAX_REQUIREMENTS_BYTES // 1024} KiB")
+    chunks: list[bytes] = []
+    with zipfile.ZipFile(validated.zip_path) as zf:
+        read_member_capped(zf, entry, MAX_REQUIREMENTS_BYTES, chunks.append)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def resolve_requirements(
+    validated: ValidatedZip, base_image_id: str, settings: BuilderSettings
+) -> tuple[Resolution | None, str]:
+    """The wheels a Python submission's ``requirements.txt`` needs (``None`` without one, or when it lists
+    nothing), and a line for the build log. ``ImageBuildError`` when they cannot be installed."""
+    if not validated.has_requirements:
+        return None, ""
+    try:
+        requirements = parse_requirements(_read_requirements(validated))
+        if not requirements:
+            return None, ""
+        cache = WheelCache(settings.wheel_cache)
+        target = cache.platform(base_image_id, lambda: _probe_platform(base_image_id))
+        resolution = cache.resolve(requirements, target, settings)
+    except RequirementsError as exc:
+        raise ImageBuildError(str(exc), kind="BUILD_FAILED") from exc
+    except (WheelCacheError, OSError, ValueError, KeyError) as exc:
+        raise ImageBuildError(f"fetching the requirements failed on our side: {exc}", kind="INFRA") from exc
+    where = "from the wheel cache" if resolution.cached else f"from {settings.pip_index_url}"
+    listed = ", ".join(f"{name}=={version}" for name, version in resolution.packages())
+    line = (
+        f"requirements: {len(resolution.wheels)} wheel(s), {resolution.total_bytes / 2**20:.1f} MiB, "
+        f"{where} in {resolution.seconds:.1f} s: {listed}\n"
+    )
+    return resolution, line
+
+
+def _probe_platform(image_id: str) -> str:
+    try:
+        output = get_client().containers.run(
+            image_id,
+            ["python3", "-c", PLATFORM_PROBE],
+            entrypoint=[],
+            network_mode="none",
+            user=f"{AGENT_UID}:{AGENT_UID}",
+            remove=True,
+            mem_limit="256m",
+        )
+    except DockerException as exc:
+        raise WheelCacheError(f"probing the base image's Python platform failed: {exc}") from exc
+    return output.decode()
+
+
+def _describe_image(image: Any) -> tuple[str, tuple[tuple[str, str], ...], int]:
+    labels = image.attrs.get("Config", {}).get("Labels") or {}
+    try:
+        packages = tuple((str(n), str(v)) for n, v in json.loads(labels.get("rl-arena.packages", "[]")))
+    except (ValueError, TypeError):
+        packages = ()
+    return labels.get("rl-arena.language", "python"), packages, int(image.attrs.get("Size") or 0)
 
 
 _FROM_ENV: Any = object()
@@ -228,52 +399,102 @@ def build_image(
         return built
     pushed = push_image(built.image_id, _split_tag(built.tag)[1], registry, settings.image_repository)
     return ImageBuild(
-        image=pushed, image_id=built.image_id, log=built.log + f"(pushed as {pushed})\n", cached=built.cached
+        image=pushed,
+        image_id=built.image_id,
+        log=built.log + f"(pushed as {pushed})\n",
+        cached=built.cached,
+        tag=built.tag,
+        language=built.language,
+        packages=built.packages,
+        size_bytes=built.size_bytes,
     )
+
+
+def submission_language(validated: ValidatedZip) -> Language:
+    """The language the submission's entry file declares (``ImageBuildError`` if none)."""
+    language = detect_language(e.path for e in validated.entries)
+    if language is None:
+        raise ImageBuildError(
+            "no entry file: the zip needs player.py or main.py (Python), main.cpp (C++) or main.js "
+            "(JavaScript)",
+            kind="BUILD_FAILED",
+        )
+    return language
 
 
 def _build_or_reuse(validated: ValidatedZip, settings: BuilderSettings, extra_tag: str | None) -> ImageBuild:
     """The local image for ``validated``: reused when its tag and build key exist, else built."""
+    language = submission_language(validated).key
+    base_name = settings.base_image_for(language)
     try:
         client = get_client()
         try:
-            base = client.images.get(settings.base_image)
+            base = client.images.get(base_name)
         except ImageNotFound as exc:
             raise ImageBuildError(
-                f"the agent base image {settings.base_image} is missing; run scripts/build_base_image.sh",
+                f"the {language} agent base image {base_name} is missing; run scripts/build_base_image.sh",
                 kind="INFRA",
             ) from exc
-        key = build_key(validated, base.id, settings)
+    except DockerException as exc:
+        raise ImageBuildError(f"the Docker engine is not available: {exc}", kind="INFRA") from exc
+    resolution, requirements_log = (
+        resolve_requirements(validated, base.id, settings) if language == "python" else (None, "")
+    )
+    try:
+        key = build_key(validated, base.id, settings, language=language, resolution=resolution)
         tag = image_tag(validated, settings, key)
-        image_id = _existing(client, tag, key)
-        if image_id is not None:
+        image = _existing(client, tag, key)
+        if image is not None:
             if extra_tag:
-                client.api.tag(image_id, *_split_tag(extra_tag))
+                client.api.tag(image.id, *_split_tag(extra_tag))
+            _lang, packages, size = _describe_image(image)
             return ImageBuild(
-                image=extra_tag or tag, image_id=image_id, log="(cached image reused)\n", cached=True, tag=tag
+                image=extra_tag or tag,
+                image_id=image.id,
+                log=requirements_log + "(cached image reused)\n",
+                cached=True,
+                tag=tag,
+                language=language,
+                packages=packages,
+                size_bytes=size,
             )
     except DockerException as exc:
         raise ImageBuildError(f"the Docker engine is not available: {exc}", kind="INFRA") from exc
 
-    installs = settings.allow_package_installs and validated.has_requirements
+    packages = tuple(resolution.packages()) if resolution else ()
     labels = {
         "rl-arena": "agent-image",
         "rl-arena.build-key": key,
         "rl-arena.content-hash": validated.content_hash,
+        "rl-arena.language": language,
+        "rl-arena.packages": json.dumps([list(p) for p in packages], separators=(",", ":")),
     }
     dockerfile = render_dockerfile(
-        settings.base_image,
-        has_requirements=validated.has_requirements,
-        allow_installs=settings.allow_package_installs,
-        labels=labels,
+        base_name, labels=labels, language=language, wheels=resolution is not None, settings=settings
     )
+    cache = WheelCache(settings.wheel_cache)
+    wheel_files = tuple(cache.wheel_path(w) for w in resolution.wheels) if resolution else ()
     with tempfile.TemporaryFile() as context:
-        write_context(validated, dockerfile, context)
+        write_context(validated, dockerfile, context, language=language, wheel_files=wheel_files)
         context.seek(0)
-        log, image_id = _run_build(context, tag, settings, network=installs)
-    if extra_tag:
-        get_client().api.tag(image_id, *_split_tag(extra_tag))
-    return ImageBuild(image=extra_tag or tag, image_id=image_id, log=log, cached=False, tag=tag)
+        log, image_id = _run_build(context, tag, settings)
+    log = requirements_log + log
+    try:
+        if extra_tag:
+            get_client().api.tag(image_id, *_split_tag(extra_tag))
+        size = int(get_client().images.get(image_id).attrs.get("Size") or 0)
+    except DockerException as exc:
+        raise ImageBuildError(f"the Docker engine is not available: {exc}", kind="INFRA", log=log) from exc
+    return ImageBuild(
+        image=extra_tag or tag,
+        image_id=image_id,
+        log=log,
+        cached=False,
+        tag=tag,
+        language=language,
+        packages=packages,
+        size_bytes=size,
+    )
 
 
 def push_image(image_id: str, tag: str, registry: RegistryConfig, repository: str) -> str:
@@ -329,8 +550,8 @@ def _shutdown_response(response) -> None:
             response.close()
 
 
-def _run_build(context, tag: str, settings: BuilderSettings, *, network: bool) -> tuple[str, str]:
-    """Stream one build with a wall-clock cap; return (log, image id)."""
+def _run_build(context, tag: str, settings: BuilderSettings) -> tuple[str, str]:
+    """Stream one build with a wall-clock cap and no network in any step; return (log, image id)."""
     memory = settings.build_memory_mb * 1024 * 1024
     # A dedicated low-level client of the engine DOCKER_HOST names (like get_client's); on timeout we shut
     # its socket down, which makes the daemon cancel the build (and kill the running step's container).
@@ -352,7 +573,7 @@ def _run_build(context, tag: str, settings: BuilderSettings, *, network: bool) -
                 pull=False,
                 nocache=False,
                 decode=True,
-                network_mode=None if network else "none",
+                network_mode="none",  # never any network: wheels come from the host's cache
                 container_limits={"memory": memory, "memswap": memory, "cpushares": 512},
             )
             response = getattr(getattr(stream, "gi_frame", None), "f_locals", {}).get("response")

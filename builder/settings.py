@@ -2,36 +2,56 @@
 
 | variable | default | meaning |
 |---|---|---|
-| AGENT_BASE_IMAGE | rl-arena-agent-base:1 | base of every agent image (scripts/build_base_image.sh) |
-| AGENT_ALLOW_PACKAGE_INSTALLS | false | pip-install a submission's requirements.txt (build gets network) |
+| AGENT_BASE_IMAGE | rl-arena-agent-base:1 | base of Python agent images (scripts/build_base_image.sh) |
+| AGENT_CPP_BASE_IMAGE | rl-arena-agent-base-cpp:1 | base of C++ agent images (g++) |
+| AGENT_JS_BASE_IMAGE | rl-arena-agent-base-js:1 | base of JavaScript agent images (Node.js) |
 | AGENT_BUILD_TIMEOUT_S | 600 | wall-clock cap of one image build |
 | AGENT_BUILD_MEMORY_MB | 1024 | memory (= memory+swap) of each build step |
 | AGENT_IMAGE_REPOSITORY | rl-arena-agent | repository part of the content-derived image tags |
+| AGENT_PIP_INDEX_URL | https://pypi.org/simple | index the worker host fetches wheels from |
+| AGENT_PIP_EXTRA_INDEX_URL | (none) | one more index, e.g. https://download.pytorch.org/whl/cpu |
+| AGENT_WHEEL_CACHE_DIR | $RL_ARENA_DATA_DIR/cache/wheels | the shared content-addressed wheel cache |
+| AGENT_PACKAGES_MAX_MB | 1024 | cap of the wheels fetched and of the installed packages |
+| AGENT_PACKAGES_MAX_FILES | 50000 | cap of the number of installed files |
+| AGENT_PACKAGES_TIMEOUT_S | 300 | cap of fetching the wheels, and of installing them |
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    return raw.strip().lower() in _TRUE
+_REPO = Path(__file__).resolve().parent.parent
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError as exc:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _env_str(name: str, default: str) -> str:
+    return os.environ.get(name, "").strip() or default
+
+
+def _env_url(name: str, default: str) -> str:
+    value = _env_str(name, default)
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError(f"{name} must be an http:// or https:// URL, got {value!r}")
+    return value
+
+
+def _default_wheel_cache() -> Path:
+    data = os.environ.get("RL_ARENA_DATA_DIR", "").strip() or os.environ.get("DATA_DIR", "").strip()
+    return (Path(data) if data else _REPO / "data") / "cache" / "wheels"
 
 
 @dataclass(frozen=True)
@@ -39,18 +59,44 @@ class BuilderSettings:
     """What the operator decides about builds."""
 
     base_image: str = "rl-arena-agent-base:1"
-    allow_package_installs: bool = False
+    cpp_base_image: str = "rl-arena-agent-base-cpp:1"
+    js_base_image: str = "rl-arena-agent-base-js:1"
     build_timeout_s: int = 600
     build_memory_mb: int = 1024
     image_repository: str = "rl-arena-agent"
+    pip_index_url: str = "https://pypi.org/simple"
+    pip_extra_index_url: str = ""
+    wheel_cache_dir: Path | None = None  # None: $RL_ARENA_DATA_DIR/cache/wheels
+    packages_max_mb: int = 1024
+    packages_max_files: int = 50000
+    packages_timeout_s: int = 300
 
     @classmethod
     def from_env(cls) -> BuilderSettings:
         """Read the settings from environment variables (see the module docstring)."""
+        cache = os.environ.get("AGENT_WHEEL_CACHE_DIR", "").strip()
         return cls(
-            base_image=os.environ.get("AGENT_BASE_IMAGE", "").strip() or cls.base_image,
-            allow_package_installs=_env_bool("AGENT_ALLOW_PACKAGE_INSTALLS", False),
+            base_image=_env_str("AGENT_BASE_IMAGE", cls.base_image),
+            cpp_base_image=_env_str("AGENT_CPP_BASE_IMAGE", cls.cpp_base_image),
+            js_base_image=_env_str("AGENT_JS_BASE_IMAGE", cls.js_base_image),
             build_timeout_s=_env_int("AGENT_BUILD_TIMEOUT_S", cls.build_timeout_s),
-            build_memory_mb=_env_int("AGENT_BUILD_MEMORY_MB", cls.build_memory_mb),
-            image_repository=os.environ.get("AGENT_IMAGE_REPOSITORY", "").strip() or cls.image_repository,
+            build_memory_mb=_env_int("AGENT_BUILD_MEMORY_MB", cls.build_memory_mb, minimum=64),
+            image_repository=_env_str("AGENT_IMAGE_REPOSITORY", cls.image_repository),
+            pip_index_url=_env_url("AGENT_PIP_INDEX_URL", cls.pip_index_url),
+            pip_extra_index_url=_env_url("AGENT_PIP_EXTRA_INDEX_URL", ""),
+            wheel_cache_dir=Path(cache) if cache else None,
+            packages_max_mb=_env_int("AGENT_PACKAGES_MAX_MB", cls.packages_max_mb, minimum=1),
+            packages_max_files=_env_int("AGENT_PACKAGES_MAX_FILES", cls.packages_max_files, minimum=1),
+            packages_timeout_s=_env_int("AGENT_PACKAGES_TIMEOUT_S", cls.packages_timeout_s, minimum=1),
         )
+
+    @property
+    def wheel_cache(self) -> Path:
+        """The wheel cache folder (the setting, else ``$RL_ARENA_DATA_DIR/cache/wheels``)."""
+        return self.wheel_cache_dir or _default_wheel_cache()
+
+    def base_image_for(self, language: str) -> str:
+        """The base image of agents written in ``language`` (a ``builder.languages`` key)."""
+        return {"python": self.base_image, "cpp": self.cpp_base_image, "javascript": self.js_base_image}[
+            language
+        ]

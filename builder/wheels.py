@@ -1,0 +1,336 @@
+"""A Python agent's ``requirements.txt``, resolved wheels-only on the worker host into a shared wheel cache.
+
+Nothing of the submission runs at build time: requirements are fetched as wheels only (``pip download
+--only-binary=:all:`` for the agent base image's exact interpreter and platform tags), so no ``setup.py``
+is ever executed; the build container then installs exactly those wheel files with ``--no-index`` and no
+network (``builder.image``). A requirement that exists only as a source distribution is refused, naming it.
+
+``requirements.txt`` may hold requirement lines only (``name[extras] <specifiers> ; <markers>``): options
+(``--index-url``, ``-r``, ``-e``...), URLs and paths are refused, so a submission cannot point the host's
+pip at any other server. Where wheels come from is the operator's choice (``AGENT_PIP_INDEX_URL``,
+``AGENT_PIP_EXTRA_INDEX_URL``).
+
+Cache layout under ``BuilderSettings.wheel_cache`` (shared by every build on the host, safe for concurrent
+builders: files appear by atomic rename)::
+
+    sha256/<hex>/<wheel file name>     each wheel, addressed by its content
+    resolutions/<key>.json             what one (requirements, platform, indexes) resolved to
+    platforms/<image id>.json          the tags of one base image (probed once)
+
+A resolution is reused as long as its wheels are in the cache, so an unpinned requirement keeps the
+versions it first resolved to on this host (builds are reproducible); a new base image or index resolves
+again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from builder.settings import BuilderSettings
+
+RESOLVER_VERSION = "1"
+MAX_REQUIREMENT_LINES = 200
+_COMMENT = re.compile(r"(^|\s)#.*$")
+_NO_WHEEL = re.compile(r"No matching distribution found for ([^\s]+)")
+_NETWORK = re.compile(
+    r"Retrying \(Retry\(|Could not fetch URL|NewConnectionError|Max retries exceeded|ProxyError|SSLError|"
+    r"ConnectTimeout|ReadTimeout|Temporary failure in name resolution|HTTP error 5\d\d"
+)
+#: Prints the base image's interpreter and the wheel tags it accepts (run inside the image, pip vendored).
+PLATFORM_PROBE = (
+    "import json, sys\n"
+    "from pip._vendor.packaging import tags\n"
+    "supported = list(tags.sys_tags())\n"
+    "print(json.dumps({'python': '%d.%d' % sys.version_info[:2],"
+    " 'implementation': tags.interpreter_name(),"
+    " 'abis': sorted({t.abi for t in supported}),"
+    " 'platforms': list(dict.fromkeys(t.platform for t in supported))}))\n"
+)
+
+
+class RequirementsError(Exception):
+    """The submission's requirements cannot be installed; ``str()`` is meant for its author."""
+
+
+class WheelCacheError(Exception):
+    """Fetching wheels failed on our side (index unreachable, disk, timeout): retry later."""
+
+
+@dataclass(frozen=True)
+class TargetPlatform:
+    """What the agent base image's interpreter accepts, as ``pip download`` options."""
+
+    python: str  # "3.11"
+    implementation: str  # "cp"
+    abis: tuple[str, ...]
+    platforms: tuple[str, ...]
+
+    def pip_options(self) -> list[str]:
+        options = ["--python-version", self.python, "--implementation", self.implementation]
+        for abi in self.abis:
+            options += ["--abi", abi]
+        for platform in self.platforms:
+            options += ["--platform", platform]
+        return options
+
+    def describe(self) -> str:
+        arch = next((p.rsplit("_", 1)[-1] for p in self.platforms if p.startswith("manylinux")), "?")
+        if arch == "64":
+            arch = "x86_64"
+        return f"Python {self.python}, Linux {arch}"
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """One wheel of a resolution."""
+
+    filename: str
+    sha256: str
+    size: int
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The wheels one requirements file resolved to."""
+
+    wheels: tuple[Wheel, ...]
+    cached: bool
+    seconds: float
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(w.size for w in self.wheels)
+
+    def packages(self) -> list[tuple[str, str]]:
+        """(name, version) of every package, sorted by name."""
+        return sorted((w.name, w.version) for w in self.wheels)
+
+
+def parse_requirements(text: str) -> list[str]:
+    """The requirement lines of ``requirements.txt``, normalised; raise ``RequirementsError`` for anything
+    else (options, URLs, paths, line continuations, unparsable lines)."""
+    lines = text.splitlines()
+    wanted: list[str] = []
+    for number, raw in enumerate(lines, 1):
+        line = _COMMENT.sub("", raw).strip()
+        if not line:
+            continue
+        shown = f"requirements.txt line {number} ({line[:80]!r})"
+        if line.endswith("\\"):
+            raise RequirementsError(f"{shown}: line continuations are not supported; write one per line")
+        if line.startswith("-"):
+            raise RequirementsError(
+                f"{shown}: options are not accepted (this server fetches packages only from the index its "
+                "operator configured); list package names and versions only"
+            )
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            raise RequirementsError(f"{shown}: not a package requirement ({exc})") from None
+        if requirement.url:
+            raise RequirementsError(
+                f"{shown}: direct URLs are not accepted; name the package and version, it is fetched from "
+                "this server's package index"
+            )
+        wanted.append(str(requirement))
+        if len(wanted) > MAX_REQUIREMENT_LINES:
+            raise RequirementsError(f"requirements.txt lists more than {MAX_REQUIREMENT_LINES} packages")
+    return wanted
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+class WheelCache:
+    """The shared, content-addressed wheel cache of this host."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def wheel_path(self, wheel: Wheel) -> Path:
+        return self.root / "sha256" / wheel.sha256 / wheel.filename
+
+    # -- the base image's platform -------------------------------------------------------------------
+    def platform(self, image_id: str, probe) -> TargetPlatform:
+        """The tags of base image ``image_id``; ``probe()`` runs ``PLATFORM_PROBE`` in it (returns its
+        output) and is called only the first time."""
+        path = self.root / "platforms" / f"{image_id.replace(':', '-')}.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = json.loads(probe())
+            _write_atomic(path, json.dumps(data))
+        return TargetPlatform(
+            python=data["python"],
+            implementation=data["implementation"],
+            abis=tuple(data["abis"]),
+            platforms=tuple(data["platforms"]),
+        )
+
+    # -- resolving -----------------------------------------------------------------------------------
+    def resolve(
+        self, requirements: list[str], target: TargetPlatform, settings: BuilderSettings
+    ) -> Resolution:
+        """The wheels ``requirements`` need on ``target``: from an earlier resolution when its wheels are
+        all here, else fetched with ``pip download --only-binary=:all:`` from the configured indexes."""
+        started = time.monotonic()
+        key = hashlib.sha256(
+            json.dumps(
+                {
+                    "v": RESOLVER_VERSION,
+                    "requirements": requirements,
+                    "target": asdict(target),
+                    "index": settings.pip_index_url,
+                    "extra": settings.pip_extra_index_url,
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
+        manifest = self.root / "resolutions" / f"{key}.json"
+        try:
+            wheels = tuple(Wheel(**item) for item in json.loads(manifest.read_text()))
+            if all(self.wheel_path(w).is_file() for w in wheels):
+                return Resolution(wheels=wheels, cached=True, seconds=time.monotonic() - started)
+        except (OSError, ValueError, TypeError):
+            pass
+        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self.root / "tmp") as tmp:
+            folder = Path(tmp)
+            self._download(requirements, target, settings, folder)
+            wheels = self._store(folder, settings)
+        _write_atomic(manifest, json.dumps([asdict(w) for w in wheels], indent=1))
+        return Resolution(wheels=wheels, cached=False, seconds=time.monotonic() - started)
+
+    def _download(
+        self, requirements: list[str], target: TargetPlatform, settings: BuilderSettings, folder: Path
+    ) -> None:
+        dest = folder / "wheels"
+        dest.mkdir()
+        (folder / "requirements.txt").write_text("\n".join(requirements) + "\n")
+        max_bytes = settings.packages_max_mb * 1024 * 1024
+        # pip runs under a file-size limit (no single download can fill the disk), isolated from any pip
+        # configuration of the host, with our normalised requirements file (never the submission's).
+        wrapper = (
+            "import os, resource, sys; "
+            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({max_bytes}, {max_bytes})); "
+            "os.execv(sys.executable, [sys.executable, '-m', 'pip', *sys.argv[1:]])"
+        )
+        command = [
+            sys.executable,
+            "-c",
+            wrapper,
+            "download",
+            "--isolated",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--no-cache-dir",
+            "--progress-bar",
+            "off",
+            "--only-binary=:all:",
+            "--dest",
+            str(dest),
+            "--index-url",
+            settings.pip_index_url,
+            *(["--extra-index-url", settings.pip_extra_index_url] if settings.pip_extra_index_url else []),
+            *target.pip_options(),
+            "-r",
+            str(folder / "requirements.txt"),
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        env["HOME"] = str(folder)
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=settings.packages_timeout_s,
+                env=env,
+                cwd=folder,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise WheelCacheError(
+                f"fetching the requirements' wheels took longer than {settings.packages_timeout_s} s"
+            ) from exc
+        if done.returncode == 0:
+            return
+        output = done.stdout + done.stderr
+        if done.returncode == -signal.SIGXFSZ:
+            raise RequirementsError(
+                f"a wheel of these requirements is larger than this server's limit of "
+                f"{settings.packages_max_mb} MiB"
+            )
+        if _NETWORK.search(output):
+            raise WheelCacheError(f"the package index could not be reached: {_tail(output)}")
+        missing = _NO_WHEEL.search(output)
+        if missing:
+            raise RequirementsError(
+                f"requirements.txt: no wheel of '{missing.group(1)}' for this server's platform "
+                f"({target.describe()}) on its package index. Only wheels are installed: a package "
+                "published only as source (sdist) would have to run its own code to build, which the "
+                "builder never does. Pick a version that has a wheel, or vendor pure-Python code in your zip"
+            )
+        if "ResolutionImpossible" in output or "conflict" in output.lower():
+            raise RequirementsError(f"requirements.txt: the requirements conflict: {_tail(output)}")
+        raise WheelCacheError(f"pip download failed (exit {done.returncode}): {_tail(output)}")
+
+    def _store(self, folder: Path, settings: BuilderSettings) -> tuple[Wheel, ...]:
+        wheels = []
+        files = sorted((folder / "wheels").iterdir())
+        total = sum(f.stat().st_size for f in files)
+        if total > settings.packages_max_mb * 1024 * 1024:
+            raise RequirementsError(
+                f"the requirements' wheels take {total / 2**20:.0f} MiB, over this server's limit of "
+                f"{settings.packages_max_mb} MiB"
+            )
+        for path in files:
+            try:
+                name, version, _build, _tags = parse_wheel_filename(path.name)
+            except InvalidWheelFilename as exc:
+                raise WheelCacheError(f"pip fetched {path.name}, which is not a wheel") from exc
+            wheel = Wheel(
+                filename=path.name,
+                sha256=_sha256(path),
+                size=path.stat().st_size,
+                name=str(name),
+                version=str(version),
+            )
+            target = self.wheel_path(wheel)
+            if not target.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)  # the download folder is on the cache's file system: atomic
+            wheels.append(wheel)
+        return tuple(wheels)
+
+
+def _tail(output: str, lines: int = 6) -> str:
+    kept = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    return " | ".join(kept[-lines:])[-1500:]
