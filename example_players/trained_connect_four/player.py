@@ -2,9 +2,10 @@
 
 The network (84 -> 128 -> 128 -> 7, ReLU) reads the two (6, 7) planes "my pieces" / "opponent pieces"
 (the PettingZoo ``connect_four_v3`` layout) and returns one logit per column; the player plays the legal
-column with the highest logit. Weights: ``model.onnx`` through ``onnxruntime`` when that package is
-installed, otherwise ``model.npz`` with numpy (the arena's base image has numpy only, so the npz path is
-what runs in a duel). Both files hold the same weights.
+column with the highest logit. The agent plays ``model.onnx`` through ONNX Runtime: ``requirements.txt``
+declares ``onnxruntime``, which the arena installs when it builds the agent (wheels only, no network in
+the build). ``model.npz`` holds the same weights for numpy; it is used only when asked for
+(``load_policy(prefer_onnx=False)``, the benchmark's comparison) or when a folder has no ``model.onnx``.
 
 Tactical safety (``SAFETY = True``): before asking the network, take a column that wins at once, else
 block a column where the opponent would win at once. The network decides every other move;
@@ -14,6 +15,7 @@ block a column where the opponent would win at once. The network decides every o
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -100,8 +102,11 @@ def load_policy(folder: str = _HERE, prefer_onnx: bool = True) -> _NumpyPolicy |
     if prefer_onnx and os.path.exists(onnx_path):
         try:
             return _OnnxPolicy(onnx_path)
-        except ImportError:
-            pass  # onnxruntime is not installed (the arena base image): use the numpy weights
+        except ImportError as exc:
+            raise ImportError(
+                "model.onnx needs onnxruntime (requirements.txt declares it; locally: pip install "
+                "onnxruntime), or load_policy(prefer_onnx=False) for the numpy copy of the weights"
+            ) from exc
     return _NumpyPolicy(os.path.join(folder, "model.npz"))
 
 
@@ -113,6 +118,13 @@ class Player:
         self.safety = safety
         self.policy = load_policy(folder)
         self.backend = "onnx" if isinstance(self.policy, _OnnxPolicy) else "numpy"
+        if self.backend == "onnx":
+            import onnxruntime
+
+            where = f"onnxruntime {onnxruntime.__version__}"
+        else:
+            where = f"numpy {np.__version__}"
+        print(f"trained_connect_four: policy on {where}", file=sys.stderr)
 
     def start(self, state, valid_actions) -> int:
         """First move of a match."""

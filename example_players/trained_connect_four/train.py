@@ -376,13 +376,14 @@ def verify_onnx(params: dict[str, np.ndarray], path: Path, rng: np.random.Genera
 
 
 def save_outputs(params: dict[str, np.ndarray], out: Path, report: dict, rng: np.random.Generator) -> None:
-    """Write model.npz, model.onnx, player.py and training.json into ``out``."""
+    """Write model.npz, model.onnx, player.py, requirements.txt and training.json into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out / "model.npz", **{k: params[k].astype(np.float32) for k in POLICY_PARAMS})
     export_onnx(params, out / "model.onnx")
     report["onnx_check"] = verify_onnx(params, out / "model.onnx", rng)
-    if (out / "player.py").resolve() != (HERE / "player.py").resolve():
-        shutil.copyfile(HERE / "player.py", out / "player.py")
+    for name in ("player.py", "requirements.txt"):  # a ready submission: onnxruntime is declared
+        if (out / name).resolve() != (HERE / name).resolve():
+            shutil.copyfile(HERE / name, out / name)
     (out / "training.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
