@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -61,3 +62,24 @@ def malformed(state: State, exc: Exception) -> InvalidStateError:
     return InvalidStateError(
         f"malformed state ({type(exc).__name__}: {exc}); call validate_state() for details"
     )
+
+
+def seeded_permutation(items: list[int], *salt: object) -> list[int]:
+    """``items`` shuffled by ``salt`` (e.g. the game's slug, the match seed, a hand number).
+
+    Built on SHA-256 rather than ``random``, so a recorded seed replays the same deal on every Python
+    version and machine.
+    """
+    prefix = ":".join(str(part) for part in salt)
+
+    def key(item: int) -> bytes:
+        return hashlib.sha256(f"{prefix}:{item}".encode()).digest()
+
+    return sorted(items, key=key)
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` if it is a plain int, else ``TypeError`` (a bool or float seed is a caller's bug)."""
+    if not is_int(seed):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    return seed

@@ -6,6 +6,21 @@ Nothing here touches the network, the database or Docker. Every method that retu
 
 Seats are numbered 0 and 1. Seat 0 is whoever moves first in a match; the referee maps seats to
 ``PLAYER_1``/``PLAYER_2`` and alternates who starts.
+
+Three optional capabilities, all off by default (the board games use none of them):
+
+* **Chance** (``has_chance``): ``initial_state(seed)`` draws everything random from ``seed`` (the referee
+  draws one seed per match and records it), so the seed and the actions replay the same states.
+* **Private information** (``hidden_information``): ``observation(state, seat)`` shows a seat only what it
+  may know, while the state itself keeps everything (the duel JSON stores full states).
+  ``redact(state, viewer)`` is the state as ``viewer`` (a seat, or ``None`` for a spectator) may see it
+  while the match runs: live pages and running replays draw redacted states, finished replays full ones.
+* **Simultaneous moves** (``acting_seats``): a turn on which several seats choose at once. The rules stay
+  sequential (``apply`` takes one action of ``to_move``), like PettingZoo's AEC form of simultaneous
+  games: a simultaneous turn is played by ``apply_joint``, which applies the seats' actions in seat order,
+  and the game guarantees that a later seat's observation, legal actions and redacted view do not
+  depend on what an earlier seat chose on the same turn. The referee asks every acting seat at once,
+  each on its own deadline.
 """
 
 from __future__ import annotations
@@ -46,16 +61,26 @@ class GameInfo:
 
 
 class Game(ABC):
-    """Pure rules of a two-player, turn-based, zero-sum game."""
+    """Pure rules of a two-player, zero-sum game (turn-based unless ``acting_seats`` says otherwise)."""
 
     #: URL slug, e.g. ``"connect-four"``; the package uses underscores.
     slug: str
     #: Number of distinct action ids; actions are ints in ``range(num_actions)``.
     num_actions: int
+    #: Whether ``initial_state(seed)`` depends on ``seed`` (cards dealt, prizes shuffled...).
+    has_chance: bool = False
+    #: Whether seats see less than the full state (``observation`` and ``redact`` hide something).
+    hidden_information: bool = False
+    #: Whether some turns have several acting seats (``acting_seats``).
+    simultaneous: bool = False
+    #: Whether the seats strictly take turns (``to_move`` flips after every action).
+    alternating: bool = True
+    #: ``(low, high)`` of every observation entry, for spaces such as PettingZoo's (``None``: unbounded).
+    observation_bounds: tuple[int, int] | None = None
 
     @abstractmethod
-    def initial_state(self) -> State:
-        """The state before the first move."""
+    def initial_state(self, seed: int = 0) -> State:
+        """The state before the first move; games with chance draw it from ``seed`` (others ignore it)."""
 
     @abstractmethod
     def to_move(self, state: State) -> int:
@@ -84,6 +109,43 @@ class Game(ABC):
     @abstractmethod
     def observation(self, state: State, seat: int) -> np.ndarray:
         """What the agent in ``seat`` sees: a fresh numpy array, documented per game."""
+
+    def acting_seats(self, state: State) -> tuple[int, ...]:
+        """Seats that choose an action now, at once: ``(to_move,)`` in turn-based games, ``()`` once over.
+
+        A simultaneous game returns both seats at the start of a simultaneous turn (``to_move`` is then the
+        first of them) and only the seats still to choose once an earlier one has played.
+        """
+        return () if self.is_over(state) else (self.to_move(state),)
+
+    def legal_actions_for(self, state: State, seat: int) -> list[int]:
+        """Sorted legal actions of ``seat``, which may be any of ``acting_seats(state)``; ``[]`` otherwise."""
+        if seat not in self.acting_seats(state):
+            return []
+        return self.legal_actions(state) if seat == self.to_move(state) else []
+
+    def apply_joint(self, state: State, actions: dict[int, Any]) -> State:
+        """Play one turn: ``actions`` maps every acting seat to its action; they are applied in seat order.
+
+        Raises ``IllegalActionError`` if the seats are not exactly ``acting_seats(state)`` or an action is
+        illegal; an action of a later seat is judged against ``legal_actions_for`` before the turn started.
+        """
+        seats = self.acting_seats(state)
+        if sorted(actions) != sorted(seats):
+            raise IllegalActionError(f"this turn needs actions of seats {list(seats)}, got {sorted(actions)}")
+        for seat in seats:
+            if seat != self.to_move(state):
+                raise IllegalActionError(f"seat {seat} is not to move")
+            state = self.apply(state, actions[seat])
+        return state
+
+    def redact(self, state: State, viewer: int | None) -> State:
+        """``state`` as ``viewer`` (a seat, or ``None`` for a spectator) may see it while the match runs.
+
+        Hidden parts are replaced by ``None`` (a card face down); the result is a fresh object that
+        renderers draw like any state. Perfect-information games return a plain copy.
+        """
+        return json.loads(json.dumps(state))
 
     def rewards(self, state: State) -> tuple[float, float]:
         """Final rewards of seats 0 and 1: +1 win, -1 loss, 0 draw (0, 0 while the game runs)."""

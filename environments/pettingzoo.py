@@ -16,7 +16,11 @@ agent learns here is what it meets in a duel::
   classic. The mask is all zeros for the agent that is not to move and once the game is over.
   Connect Four: int8 (6, 7, 2), plane 0 = my pieces, plane 1 = the opponent's (row 0 = top), the
   ``connect_four_v3`` layout. Tic-tac-toe: int8 (3, 3, 2), same planes (row-major board, unlike
-  ``tictactoe_v3``). Other games (Quarto): the arena observation of ``rules.py`` as is.
+  ``tictactoe_v3``). Other games (Quarto, Leduc Hold'em, Goofspiel): the arena observation of
+  ``rules.py`` as is; in games with private information it holds only what the agent may see.
+- Chance (Leduc's deals, Goofspiel's prizes) is drawn from ``reset(seed=...)``.
+- Simultaneous turns (Goofspiel) are played in the AEC way: ``player_0`` then ``player_1``, whose
+  observation does not show ``player_0``'s choice of the same turn (the arena's rules guarantee it).
 - Rewards: +1 win, -1 loss, 0 draw, given when the game ends (0 before).
 - Illegal moves (``illegal_action``): ``"lose"`` (default) ends the game like the referee does — the
   offender gets -1, the other agent +1, ``info["illegal_action"]`` says why; ``"raise"`` raises
@@ -56,6 +60,9 @@ def _observation_spec(game: Game) -> tuple[Any, Any, Any, Any]:
         return (lambda state, seat: _planes(game, state, seat)), 0, 1, np.int8
     if game.slug == "quarto":
         return game.observation, -1, 15, sample.dtype
+    if game.observation_bounds is not None:  # Leduc Hold'em, Goofspiel: the arena's int64 vector as is
+        low, high = game.observation_bounds
+        return game.observation, low, high, sample.dtype
     return (lambda state, seat: game.observation(state, seat).astype(np.float32)), -np.inf, np.inf, np.float32
 
 
@@ -101,6 +108,7 @@ def _env_class() -> type:
             }
             self.action_spaces = {agent: spaces.Discrete(game.num_actions) for agent in AGENTS}
             self.state_json: State = game.initial_state()
+            self._rng = np.random.default_rng()
             self.reset()
 
         def observation_space(self, agent: str) -> Any:
@@ -112,8 +120,11 @@ def _env_class() -> type:
             return self.action_spaces[agent]
 
         def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-            """Start a new game; ``seed`` is accepted for API compatibility (the rules are deterministic)."""
-            self.state_json = self.game.initial_state()
+            """Start a new game. Games with chance deal from ``seed`` (a fresh random one when ``None``);
+            the others are deterministic and ignore it."""
+            if seed is not None:
+                self._rng = np.random.default_rng(seed)
+            self.state_json = self.game.initial_state(int(self._rng.integers(2**31)))
             self.agents = list(AGENTS)
             self.rewards = dict.fromkeys(AGENTS, 0)
             self._cumulative_rewards = dict.fromkeys(AGENTS, 0)
@@ -205,3 +216,13 @@ def tic_tac_toe_env(**kwargs: Any) -> Any:
 def quarto_env(**kwargs: Any) -> Any:
     """Quarto as a PettingZoo AEC env (the arena's (17,) observation)."""
     return env("quarto", **kwargs)
+
+
+def leduc_holdem_env(**kwargs: Any) -> Any:
+    """Leduc Hold'em (a match of ten hands) as a PettingZoo AEC env (the arena's (16,) observation)."""
+    return env("leduc-holdem", **kwargs)
+
+
+def goofspiel_env(**kwargs: Any) -> Any:
+    """Goofspiel with 13 cards as a PettingZoo AEC env (the arena's (43,) observation)."""
+    return env("goofspiel", **kwargs)

@@ -19,7 +19,7 @@ def random_playout(game: Game, seed: int, want_winner: bool = True, max_tries: i
     rng = random.Random(seed)
     states: list[State] = []
     for _ in range(max_tries):
-        state = game.initial_state()
+        state = game.initial_state(rng.randrange(2**31)) if game.has_chance else game.initial_state()
         states = [state]
         while not game.is_over(state):
             state = game.apply(state, rng.choice(game.legal_actions(state)))

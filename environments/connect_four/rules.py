@@ -103,7 +103,7 @@ class ConnectFour(Game):
     slug = "connect-four"
     num_actions = COLS
 
-    def initial_state(self) -> State:
+    def initial_state(self, seed: int = 0) -> State:
         """An empty board, seat 0 to move."""
         return {
             "board": [[0] * COLS for _ in range(ROWS)],

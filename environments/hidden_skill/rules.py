@@ -67,6 +67,7 @@ class HiddenSkill(Game):
 
     slug = "hidden-skill"
     num_actions = LEVELS * NONCES
+    has_chance = True  # the seed salts the outcome draw
 
     def initial_state(self, seed: int = 0) -> State:
         """No move yet; ``seed`` salts the outcome draw (the nonces already make matches differ)."""

@@ -93,7 +93,7 @@ class Quarto(Game):
     slug = "quarto"
     num_actions = NUM_ACTIONS
 
-    def initial_state(self) -> State:
+    def initial_state(self, seed: int = 0) -> State:
         """An empty board, all pieces available, seat 0 to choose the first piece."""
         return {
             "board": [-1] * CELLS,

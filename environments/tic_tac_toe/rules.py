@@ -50,7 +50,7 @@ class TicTacToe(Game):
     slug = "tic-tac-toe"
     num_actions = 9
 
-    def initial_state(self) -> State:
+    def initial_state(self, seed: int = 0) -> State:
         """An empty board, X (seat 0) to move."""
         return {"board": [0] * 9, "to_move": 0, "winner": None, "done": False, "last_action": None}
 

@@ -27,6 +27,8 @@ from environments import (
 
 SLUGS = all_slugs()
 PLAYOUTS_PER_GAME = 600
+#: Long games (Leduc's ten hands) stop at this many states instead (the board games never reach it).
+STATES_PER_GAME = 10_000
 #: No game of the platform lasts longer; a playout reaching it means the game never ends.
 MAX_MOVES = 2_000
 #: Budget of ``apply`` calls per game when trying every action id on sampled states.
@@ -44,14 +46,18 @@ def playouts(slug: str) -> tuple[tuple[tuple[State, int | None], ...], ...]:
     game = get_game(slug)
     rng = random.Random(zlib.crc32(slug.encode()))
     result = []
+    states = 0
     for _ in range(PLAYOUTS_PER_GAME):
-        state = game.initial_state()
+        if states >= STATES_PER_GAME:
+            break
+        state = game.initial_state(rng.randrange(2**31))
         steps = []
         while not game.is_over(state) and len(steps) < MAX_MOVES:
             action = rng.choice(game.legal_actions(state))
             steps.append((state, action))
             state = game.apply(state, action)
         steps.append((state, None))
+        states += len(steps)
         result.append(tuple(steps))
     return tuple(result)
 
@@ -195,6 +201,8 @@ def test_corrupted_states_fail_validation_only_with_invalid_state_error(slug):
 
 def test_a_turn_alternates_seats(slug):
     game = get_game(slug)
+    if not game.alternating:
+        pytest.skip(f"{slug} declares that its seats do not strictly alternate")
     for state, action in detailed_steps(slug):
         after = game.apply(state, action)
         if not game.is_over(after):
@@ -311,8 +319,106 @@ def test_board_games_ship_a_sample_replay_that_is_a_real_playout(slug):
         pytest.skip("synthetic test games need no sample replay")
     game = get_game(slug)
     states = json.loads((static_dir(slug) / "sample_states.json").read_text(encoding="utf-8"))
-    assert states[0] == game.initial_state()
+    assert states[0] == game.initial_state(states[0].get("seed", 0))
     for before, after in itertools.pairwise(states):
         game.validate_state(after)
         assert any(game.apply(before, a) == after for a in game.legal_actions(before))
     assert game.is_over(states[-1])
+
+
+# -- chance, private information, simultaneous moves ---------------------------------------------------
+
+
+def test_the_seed_decides_the_initial_state_exactly_in_games_with_chance(slug):
+    game = get_game(slug)
+    initials = {json.dumps(game.initial_state(seed), sort_keys=True) for seed in range(20)}
+    assert json.dumps(game.initial_state(5)) == json.dumps(game.initial_state(5))
+    if game.has_chance:
+        assert len(initials) > 1, "a game with chance must deal differently for some seeds"
+    else:
+        assert len(initials) == 1, "a game without chance must ignore the seed"
+
+
+def test_the_seed_and_the_actions_replay_the_same_states(slug):
+    game = get_game(slug)
+    for playout in playouts(slug)[:DETAILED_PLAYOUTS]:
+        state = game.initial_state(playout[0][0].get("seed", 0))
+        assert state == playout[0][0]
+        for (_, action), (expected, _) in itertools.pairwise(playout):
+            state = game.apply(state, action)
+            assert state == expected
+
+
+def test_the_seats_acting_now_are_the_seat_to_move_and_at_most_both(slug):
+    game = get_game(slug)
+    for state in all_states(slug):
+        seats = game.acting_seats(state)
+        if game.is_over(state):
+            assert seats == ()
+            assert game.legal_actions_for(state, 0) == game.legal_actions_for(state, 1) == []
+            continue
+        assert seats[0] == game.to_move(state) and seats == tuple(sorted(set(seats)))
+        assert len(seats) == 1 or (game.simultaneous and seats == (0, 1))
+        assert game.legal_actions_for(state, game.to_move(state)) == game.legal_actions(state)
+        for seat in (0, 1):
+            if seat not in seats:
+                assert game.legal_actions_for(state, seat) == []
+
+
+def test_a_simultaneous_turn_hides_the_earlier_seats_choice_from_the_later_one(slug):
+    game = get_game(slug)
+    turns = [s for s in all_states(slug) if len(game.acting_seats(s)) == 2]
+    assert bool(turns) == game.simultaneous
+    for state in turns[:400]:
+        later_legal = game.legal_actions_for(state, 1)
+        assert later_legal
+        for action in game.legal_actions_for(state, 0):
+            after = game.apply(state, action)
+            assert game.acting_seats(after) == (1,)
+            assert game.legal_actions_for(after, 1) == later_legal
+            np.testing.assert_array_equal(game.observation(after, 1), game.observation(state, 1))
+            assert game.redact(after, 1) == game.redact(state, 1)
+            assert game.redact(after, None) == game.redact(state, None)
+            assert game.apply_joint(state, {0: action, 1: later_legal[0]}) == game.apply(
+                after, later_legal[0]
+            )
+
+
+def test_apply_joint_needs_exactly_the_acting_seats(slug):
+    game = get_game(slug)
+    state = game.initial_state()
+    seats = game.acting_seats(state)
+    with pytest.raises(IllegalActionError):
+        game.apply_joint(state, {})
+    with pytest.raises(IllegalActionError):
+        game.apply_joint(state, {seat: game.legal_actions_for(state, seat)[0] for seat in seats} | {7: 0})
+
+
+def test_an_observation_depends_only_on_what_its_seat_may_see(slug):
+    """States that ``redact`` shows alike to a seat give that seat the same observation."""
+    game = get_game(slug)
+    for seat in (0, 1):
+        seen: dict[str, np.ndarray] = {}
+        for state in all_states(slug):
+            if game.is_over(state):
+                continue
+            key = json.dumps(game.redact(state, seat), sort_keys=True)
+            obs = game.observation(state, seat)
+            if key in seen:
+                np.testing.assert_array_equal(obs, seen[key], err_msg=f"seat {seat} sees hidden information")
+            else:
+                seen[key] = obs
+
+
+def test_redacted_states_hide_something_only_in_games_with_hidden_information(slug):
+    game = get_game(slug)
+    hid = False
+    for state in all_states(slug)[:3000]:
+        for viewer in (0, 1, None):
+            shown = game.redact(state, viewer)
+            if game.is_over(state) or not game.hidden_information:
+                assert shown == state
+            hid = hid or shown != state
+            scribble(shown)
+        game.validate_state(state)  # redacting never touches the state itself
+    assert hid == game.hidden_information

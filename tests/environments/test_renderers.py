@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="renderer tests need Node.j
 def random_playout(slug: str, seed: int) -> list[dict]:
     game = get_game(slug)
     rng = random.Random(seed)
-    state = game.initial_state()
+    state = game.initial_state(seed)
     states = [state]
     while not game.is_over(state):
         state = game.apply(state, rng.choice(game.legal_actions(state)))
@@ -39,7 +39,12 @@ def states_to_draw(slug: str) -> list[dict]:
     """The sample replay plus the longest of a few seeded random playouts (reaching late-game turns)."""
     sample = json.loads((static_dir(slug) / "sample_states.json").read_text(encoding="utf-8"))
     longest = max((random_playout(slug, seed) for seed in range(30)), key=len)
-    return sample + longest
+    game = get_game(slug)
+    # Live pages and running replays draw what a seat or a spectator may see (hidden cards as null).
+    redacted = (
+        [game.redact(s, viewer) for s in sample for viewer in (1, None)] if game.hidden_information else []
+    )
+    return sample + longest + redacted
 
 
 @pytest.fixture(scope="module", params=BOARD_GAMES)

@@ -1,0 +1,1 @@
+"""Goofspiel with 13 cards: simultaneous bids for a shuffled deck of prizes."""
