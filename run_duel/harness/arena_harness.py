@@ -3,12 +3,16 @@
 This file is copied into every agent image, so it is self-contained: standard library and numpy only,
 never ``run_duel``. Usage::
 
-    python arena_harness.py --agent-dir DIR [--connect UNIX_SOCKET_PATH]
+    python arena_harness.py --agent-dir DIR [--connect UNIX_SOCKET_PATH | --warm CONTROL_SOCKET_PATH]
 
 Without ``--connect`` the protocol runs over the process's original stdin/stdout, which the harness
 moves to private descriptors first: afterwards fd 0 reads ``/dev/null`` and fd 1 (and ``sys.stdout``)
 write to stderr, so a ``print()`` in the user's code can never corrupt the protocol. With ``--connect``
 the protocol runs over a Unix stream socket (retried briefly until the referee's socket exists).
+
+With ``--warm`` the harness is the warm container's first process (PID 1): it imports numpy, then
+forks one fresh agent process per duel on the referee's request and cleans the container after each
+(see ``warm_main`` and "Warm sandboxes" in ``run_duel/README.md``).
 
 Messages are described in ``run_duel/README.md``. Exceptions raised by the user's code are reported as
 ``{"type": "error", ...}`` and the harness keeps serving; only ``close``, end of input or a fatal error
@@ -18,10 +22,13 @@ in the harness itself make it exit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import random
+import select
+import signal
 import socket
 import sys
 import time
@@ -299,21 +306,316 @@ def serve(transport: Transport, player: object) -> int:
         write(reply)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: parse arguments, set up the transport, load the player, serve."""
-    parser = argparse.ArgumentParser(description="RL Arena agent harness")
-    parser.add_argument("--agent-dir", required=True, help="folder holding player.py")
-    parser.add_argument("--connect", help="Unix socket of the referee (default: stdin/stdout)")
-    args = parser.parse_args(argv)
-    transport = _socket_transport(args.connect) if args.connect else _stdio_transport()
+# -- warm containers -------------------------------------------------------------------------------------
+#
+# ``--warm``: this process is PID 1 of a container that serves one revision for many duels, one at a time.
+# It imports numpy once and then, per duel, forks a fresh agent process (which imports player.py like a
+# cold harness does) and afterwards kills every other process of the container and empties every
+# folder an agent can write. Being PID 1 protects it: the kernel delivers no signal from inside the
+# container to a namespace's init unless it handles that signal (it handles only SIGCHLD, a no-op), and
+# ``kill(-1)`` skips it. It is not dumpable, so an agent of the same uid cannot ptrace it or read its
+# memory. The referee talks to it over a SOCK_SEQPACKET control socket (one JSON object per packet; the
+# duel's channel and stderr pipe arrive as descriptors with ``spawn``).
+
+#: Folders an agent can write to in its container; each is emptied after every duel.
+WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")  # noqa: S108 - the container's own folders
+#: System V IPC objects outlive their creator; any left after a duel makes the container unclean.
+SYSV_IPC_FILES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+#: How long the end-of-duel clean-up may take before the container is declared unclean.
+REAP_PATIENCE_S = 2.0
+_PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
+
+
+def _prctl(option: int, value: int = 0) -> int:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.prctl(option, value, 0, 0, 0))
+
+
+def _oom_kills() -> int:
+    """How many processes the kernel OOM-killed in this container's memory cgroup so far (-1: unknown)."""
+    for path in ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"):
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    name, _, value = line.partition(" ")
+                    if name == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return -1
+
+
+def _other_pids() -> list[int]:
+    """Every process of the container but this one (PID 1)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+
+
+def _wipe(path: str) -> None:
+    """Delete ``path`` whatever its modes (every file in the container belongs to the agent's uid);
+    failures are found by the caller, which checks that the folder is empty."""
     try:
-        player = load_player(args.agent_dir)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+            for name in os.listdir(path):
+                _wipe(os.path.join(path, name))
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except (OSError, RecursionError):
+        pass
+
+
+class WarmFactory:
+    """PID 1 of a warm container: forks one agent process per duel and cleans up after it."""
+
+    def __init__(self, agent_dir: str, control: socket.socket) -> None:
+        self.agent_dir = agent_dir
+        self.control = control
+        self.child = 0  # the current duel's agent process (0: none)
+        self.status: int | None = None  # its exit code, negative for a signal
+        self.oom_before = 0
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def reap(self) -> None:
+        """Collect every exited child (orphans come to PID 1); remember the agent's exit code."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.child and self.status is None:
+                self.status = os.waitstatus_to_exitcode(status)
+
+    def serve(self) -> int:
+        """Answer the referee until it closes the control socket (then the container ends)."""
+        while True:
+            readable, _, _ = select.select([self.control, self.wake_r], [], [])
+            if self.wake_r in readable:
+                self._drain_wakeups()
+                self.reap()
+            if self.control not in readable:
+                continue
+            data, fds, _, _ = socket.recv_fds(self.control, 65536, 2)
+            if not data:
+                return 0
+            try:
+                reply = self.handle(json.loads(data), fds)
+            except Exception as exc:
+                for fd in fds:
+                    os.close(fd)
+                reply = {"type": "failed", "message": f"{type(exc).__name__}: {exc}"}
+            self.control.sendall(_dumps(reply).encode())
+
+    def handle(self, msg: dict, fds: list[int]) -> dict:
+        kind = msg.get("type")
+        if kind == "spawn":
+            return self.spawn(msg, fds)
+        if kind == "poll":
+            self.reap()
+            return self.exit_reply()
+        if kind == "wait":
+            deadline = time.monotonic() + float(msg.get("timeout", 0))
+            while True:
+                self.reap()
+                left = deadline - time.monotonic()
+                if self.status is not None or left <= 0:
+                    return self.exit_reply()
+                select.select([self.wake_r], [], [], left)
+                self._drain_wakeups()
+        if kind == "pin":
+            return {"type": "pinned", "ok": self.pin(set(msg["cpus"]))}
+        if kind == "reap":
+            problem = self.clean()
+            reply = {**self.exit_reply(), "type": "reaped", "clean": not problem, "problem": problem}
+            self.child, self.status = 0, None
+            return reply
+        raise ProtocolError(f"unknown request {kind!r}")
+
+    def exit_reply(self) -> dict:
+        oom = _oom_kills()
+        return {"type": "exit", "status": self.status, "oom": oom > self.oom_before >= 0}
+
+    def spawn(self, msg: dict, fds: list[int]) -> dict:
+        if self.child or len(fds) != 2:
+            raise ProtocolError("spawn needs two descriptors and no agent running")
+        self.status = None
+        self.oom_before = _oom_kills()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = self.agent_process(msg, fds)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        self.child = pid
+        return {"type": "spawned", "pid": pid}
+
+    def agent_process(self, msg: dict, fds: list[int]) -> int:
+        """In the forked child: become a fresh agent process for one duel, then serve it."""
+        channel_fd, stderr_fd = fds
+        signal.set_wakeup_fd(-1)
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+        self.control.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.setsid()
+        _prctl(_PR_SET_DUMPABLE, 1)  # as a cold agent process is (its own /proc files, core limits apply)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")  # the agent, never the factory, is the OOM killer's choice
+        except OSError:
+            pass
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(stderr_fd, 1)
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+        sys.stdout = sys.stderr
+        os.environ.update({str(k): str(v) for k, v in (msg.get("env") or {}).items()})
+        random.seed()  # fresh entropy per duel (numpy's global generator is not reseeded by fork)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+        sock = socket.socket(fileno=channel_fd)
+        if sock.recv(1) != b"\n":  # the referee placed this process (its freezer cgroup): go
+            return 1
+        return run_agent(Transport(sock.fileno(), sock.fileno(), sock), self.agent_dir)
+
+    def pin(self, cpus: set[int]) -> bool:
+        """Set the affinity of every thread of every agent process (placement, as a cpuset would)."""
+        ok = True
+        for pid in _other_pids():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    os.sched_setaffinity(int(tid), cpus)
+                except ProcessLookupError:
+                    pass
+                except OSError:
+                    ok = False
+        return ok
+
+    def clean(self) -> str:
+        """Kill every other process of the container, empty the writable folders, check System V IPC.
+        Returns "" when the container is as it was before the duel, else what is left."""
+        deadline = time.monotonic() + REAP_PATIENCE_S
+        while True:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)  # every process we may signal but ourselves (PID 1)
+            self.reap()
+            left = _other_pids()
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                return f"processes survived the duel: {left[:10]}"
+            time.sleep(0.002)
+        problems = []
+        for folder in WRITABLE_DIRS:
+            if not os.path.isdir(folder):
+                continue
+            for name in os.listdir(folder):
+                _wipe(os.path.join(folder, name))
+            if os.listdir(folder):
+                problems.append(f"{folder} could not be emptied")
+        for path in SYSV_IPC_FILES:
+            try:
+                with open(path) as handle:
+                    if len(handle.read().splitlines()) > 1:
+                        problems.append(f"System V IPC objects left ({path})")
+            except OSError:
+                pass
+        return "; ".join(problems)
+
+
+def _connect_control(path: str) -> socket.socket:
+    deadline = time.monotonic() + CONNECT_RETRY_S
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def warm_main(agent_dir: str, control_path: str) -> int:
+    """Serve as a warm container's PID 1 (refuses anywhere else: ``kill(-1)`` would reach too far)."""
+    if os.getpid() != 1:
+        print("arena_harness: --warm runs only as a container's first process", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    if _prctl(_PR_GET_DUMPABLE) != 0:
+        print("arena_harness: could not make the factory undumpable", file=sys.stderr)
+        return 2
+    control = _connect_control(control_path)
+    importlib.import_module("numpy")
+    import gc
+
+    gc.collect()
+    gc.freeze()  # keep the factory's objects out of the children's collections (fewer copied pages)
+    control.sendall(b'{"type":"warm"}')
+    return WarmFactory(agent_dir, control).serve()
+
+
+def run_agent(transport: Transport, agent_dir: str) -> int:
+    """Load the player, say ``ready`` and serve; the exit code of the agent process."""
+    try:
+        player = load_player(agent_dir)
     except Exception as exc:
         transport.write(_error_message(exc))
         traceback.print_exc()
         return 1
     transport.write(_READY)
     return serve(transport, player)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse arguments, set up the transport, load the player, serve."""
+    parser = argparse.ArgumentParser(description="RL Arena agent harness")
+    parser.add_argument("--agent-dir", required=True, help="folder holding player.py")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--connect", help="Unix socket of the referee (default: stdin/stdout)")
+    group.add_argument("--warm", help="serve as a warm container's process factory on this control socket")
+    args = parser.parse_args(argv)
+    if args.warm:
+        return warm_main(args.agent_dir, args.warm)
+    transport = _socket_transport(args.connect) if args.connect else _stdio_transport()
+    return run_agent(transport, args.agent_dir)
 
 
 if __name__ == "__main__":

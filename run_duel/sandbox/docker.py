@@ -270,10 +270,10 @@ class DockerAgentProcess(AgentProcess):
         if self._freezer is not None:
             self._freezer.thaw()
 
-    def memory_exhausted(self) -> str:
+    def memory_exhausted(self, grace: float = 0.0) -> str:
         """The container's OOM kills or memory limit hits (its memory cgroup); else the engine's OOMKilled."""
         if self._memory is not None:
-            return self._memory.exhausted()
+            return self._memory.exhausted(grace)
         info = self._exit
         return "the engine reports it OOM-killed" if info is not None and info.oom_killed else ""
 

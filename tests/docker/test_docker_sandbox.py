@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -234,3 +235,117 @@ def test_a_duel_pins_both_containers_to_its_core_once_ready(
         reports = [line for line in log.splitlines() if line.startswith("AFFINITY")]
         assert reports[-1] == f"AFFINITY {duel['cpus']} {duel['cpus']}", log[-2000:]
     assert containers_with_label("duel", duel_label) == []
+
+
+# -- warm containers (run_duel/sandbox/docker_warm.py) ---------------------------------------------------
+
+WARM_PROBE = REPO / "tests" / "agents" / "warm_probe"
+
+
+@pytest.fixture
+def warm_sandbox(docker_engine: None):
+    """``warm_sandbox(**policy)``: a Docker sandbox reusing containers under that policy (its idle
+    containers are removed afterwards)."""
+    from run_duel.sandbox.docker import DockerSandbox
+    from run_duel.sandbox.docker_warm import ReusePolicy
+
+    runtime = Path(tempfile.mkdtemp(prefix="rl-arena-warm-"))  # short: socket paths are limited
+    made = []
+
+    def make(**policy: object) -> DockerSandbox:
+        made.append(DockerSandbox(runtime_dir=runtime, reuse=ReusePolicy(enabled=True, **policy)))
+        return made[-1]
+
+    yield make
+    for sandbox in made:
+        sandbox.close()
+        sandbox.pool.close()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _probes(duel: dict) -> list[dict]:
+    """The WARM_PROBE report of each seat (player 1, player 2)."""
+    reports = []
+    for seat in (1, 2):
+        log = duel[f"player_{seat}_log"]
+        lines = [line for line in log.splitlines() if line.startswith("WARM_PROBE ")]
+        assert lines, f"no WARM_PROBE report from player {seat}: {duel['error_msg']}\n{log[-2000:]}"
+        reports.append(json.loads(lines[-1][len("WARM_PROBE ") :]))
+    return reports
+
+
+def _container_of(report: dict) -> str:
+    """The container id in the agent's memory cgroup path (the engine names the cgroup after it)."""
+    line = next(line for line in report["cgroups"] if line.split(":")[1] == "memory")
+    return line.rsplit("/", 1)[-1]
+
+
+def _play(sandbox, spec: LaunchSpec, matches: int = 2) -> dict:
+    from run_duel.referee import play_duel
+
+    duel = play_duel("tic-tac-toe", sandbox, spec, spec, matches=matches, limits=LIMITS)
+    assert duel["player_1_errors"] == duel["player_2_errors"] == duel["other_errors"] == 0, duel["error_msg"]
+    return duel
+
+
+def test_a_warm_container_serves_the_next_duel_with_nothing_of_the_last_one_left(
+    warm_sandbox, build_dir, duel_label: str
+) -> None:
+    sandbox = warm_sandbox()
+    spec = LaunchSpec(agent=build_dir(WARM_PROBE), labels={"duel": duel_label})
+
+    first = _probes(_play(sandbox, spec))
+    second = _probes(_play(sandbox, spec))
+
+    containers = [_container_of(report) for report in first]
+    assert len(set(containers)) == 2, "opponents (here: self-play) must never share a container"
+    assert {_container_of(report) for report in second} == set(containers)  # the same two, reused
+    assert sandbox.pool.created == 2
+    for report in second:
+        # The first duel left files in /tmp and /dev/shm and a daemon rewriting /tmp: none survived it.
+        assert report["tmp"] == [] and report["shm"] == [] and report["sysv"] == [], report
+        assert list(report["visible"]) == ["1"], report["visible"]  # only the factory (PID 1)
+        assert "--warm" in report["visible"]["1"]
+        # The agent sits in its own freezer cgroup: freezing the seat leaves the factory running.
+        assert any(line.split(":")[1] == "freezer" and line.endswith("/agent") for line in report["cgroups"])
+    assert [r["draw"] for r in first] != [r["draw"] for r in second]  # numpy is reseeded in every duel
+    # A warm container carries no duel label (it serves many duels) and hosts one image.
+    assert containers_with_label("duel", duel_label) == []
+    for container in sandbox.pool.idle():
+        attrs = get_client().api.inspect_container(container.container_id)
+        assert attrs["Config"]["Image"] == spec.agent
+        assert attrs["Config"]["Labels"]["rl-arena.warm"] == "1"
+        assert attrs["HostConfig"]["ReadonlyRootfs"] and attrs["HostConfig"]["NetworkMode"] == "none"
+
+
+def test_a_warm_container_is_retired_after_its_duel_budget_and_when_a_duel_leaves_ipc_objects(
+    warm_sandbox, build_dir
+) -> None:
+    sandbox = warm_sandbox(max_duels=2)
+    image = build_dir(WARM_PROBE)
+    spec = LaunchSpec(agent=image)
+
+    duels = [_probes(_play(sandbox, spec)) for _ in range(3)]
+    used = [{_container_of(report) for report in reports} for reports in duels]
+    assert used[0] == used[1]  # reused once
+    assert used[2].isdisjoint(used[1])  # then retired after two duels each
+    assert sandbox.pool.created == 4
+
+    leaky = _probes(_play(sandbox, LaunchSpec(agent=image, env={"PROBE_SYSV": "1"})))
+    assert {_container_of(report) for report in leaky} == used[2]
+    # System V segments outlive their processes: the factory reports it and both containers are retired.
+    assert sandbox.pool.idle() == []
+    after = _probes(_play(sandbox, spec))
+    assert {_container_of(report) for report in after}.isdisjoint(used[2])
+    assert all(report["sysv"] == [] for report in after)
+
+
+def test_reuse_is_an_operator_switch_read_from_the_environment() -> None:
+    from run_duel.sandbox.docker_warm import ReusePolicy
+
+    assert ReusePolicy.from_env({}).enabled is False
+    policy = ReusePolicy.from_env(
+        {"DUEL_SANDBOX_REUSE": "on", "DUEL_SANDBOX_REUSE_DUELS": "5", "DUEL_SANDBOX_REUSE_SECONDS": "60"}
+    )
+    assert (policy.enabled, policy.max_duels, policy.max_age_s) == (True, 5, 60.0)
+    assert ReusePolicy.from_env({"DUEL_SANDBOX_REUSE": "off"}).enabled is False

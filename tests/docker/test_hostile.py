@@ -1,5 +1,9 @@
 """The hostile battery: every agent in example_players/hostile/ against the real Docker sandbox.
 
+The battery runs twice: with a fresh container per seat per duel (``cold``) and with warm containers
+reused between duels (``warm``, ``run_duel/sandbox/docker_warm.py``), where a hostile agent's container
+serves the next duel of that agent only once its factory cleaned it.
+
 Each hostile agent sits in seat PLAYER_1 against the random player, for a short duel under tight limits.
 Specification per behaviour: the hostile seat is charged with the expected error kind (or, for behaviours
 the sandbox contains, plays on unaffected), the opponent is never charged, no container is left behind,
@@ -9,6 +13,10 @@ the runner's memory stays bounded, and a normal duel afterwards runs fine.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from dockertest_support import HOSTILE, containers_with_label, rss_mb
@@ -133,10 +141,47 @@ def _check_report(name: str, report: dict, duel: dict) -> None:
             assert report["cpus"] == report["spinner_cpus"] == duel["cpus"], (report, duel["cpus"])
 
 
+@pytest.fixture(scope="module")
+def warm_docker_sandbox(docker_engine: None):
+    """One Docker sandbox reusing containers, for the module (its idle containers removed at the end)."""
+    from run_duel.sandbox.docker import DockerSandbox
+    from run_duel.sandbox.docker_warm import ReusePolicy
+
+    runtime = Path(tempfile.mkdtemp(prefix="rl-arena-warm-"))
+    sandbox = DockerSandbox(runtime_dir=runtime, reuse=ReusePolicy(enabled=True))
+    yield sandbox
+    sandbox.close()
+    sandbox.pool.close()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture(params=["cold", "warm"])
+def sandbox(request: pytest.FixtureRequest):
+    """The battery's sandbox: a fresh container per seat (``cold``) or warm containers (``warm``)."""
+    name = "docker_sandbox" if request.param == "cold" else "warm_docker_sandbox"
+    return request.getfixturevalue(name)
+
+
+def _check_warm_pool(sandbox) -> None:
+    """Every warm container this process still runs is an idle one of the pool (none leaked), and each
+    hosts the one image it was made for."""
+    from run_duel.sandbox.docker import _POOL_REMOVER, LABEL
+    from run_duel.sandbox.docker_client import get_client
+
+    _POOL_REMOVER[os.getpid()].join()  # retired containers are removed in the background
+    running = get_client().api.containers(
+        all=True, filters={"label": [f"{LABEL}.warm=1", f"{LABEL}.owner-pid={os.getpid()}"]}
+    )
+    idle = {container.container_id: container.key[0] for container in sandbox.pool.idle()}
+    assert {c["Id"] for c in running} == set(idle)
+    assert all(idle[c["Id"]] == c["Image"] for c in running)
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_hostile_agent_is_contained(
-    name: str, build_dir, random_image: str, docker_sandbox, duel_label: str, monkeypatch
+    name: str, build_dir, random_image: str, sandbox, duel_label: str, monkeypatch
 ) -> None:
+    docker_sandbox = sandbox
     monkeypatch.setenv(CANARY, "canary-value")  # in the runner's environment: must never reach an agent
     image = build_dir(HOSTILE / name)
     rss_before = rss_mb()
@@ -166,6 +211,8 @@ def test_hostile_agent_is_contained(
         _check_report(name, _report(duel), duel)
 
     assert containers_with_label("duel", duel_label) == []
+    if sandbox.pool is not None:
+        _check_warm_pool(sandbox)
     assert rss_mb() - rss_before < 64
 
     after = play_duel(
@@ -178,3 +225,5 @@ def test_hostile_agent_is_contained(
     )
     assert after["matches"][0]["result"] in ("PLAYER_1_WIN", "PLAYER_2_WIN", "DRAW")
     assert containers_with_label("duel", duel_label) == []
+    if sandbox.pool is not None:
+        _check_warm_pool(sandbox)
