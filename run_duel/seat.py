@@ -39,6 +39,9 @@ from run_duel.sandbox.base import AgentProcess, LaunchSpec, Sandbox
 #: Characters of an agent's stderr quoted in an error message, and at most this many lines.
 ERROR_LOG_CHARS = 2000
 ERROR_LOG_LINES = 20
+#: After a missed deadline, an agent still filling its memory is watched this long for reaching its
+#: memory limit (then the fault is MEMORY_LIMIT, not TIMEOUT; ``AgentProcess.memory_exhausted``).
+MEMORY_GRACE_S = 1.0
 
 
 class PlayerFault(Exception):
@@ -279,7 +282,7 @@ class Seat:
                 if info.detail:
                     message += f" ({info.detail})"
         if kind in (ErrorKind.TIMEOUT, ErrorKind.CRASH) and proc is not None:
-            exhausted = proc.memory_exhausted()
+            exhausted = proc.memory_exhausted(MEMORY_GRACE_S if kind == ErrorKind.TIMEOUT else 0.0)
             if exhausted:
                 kind = ErrorKind.MEMORY_LIMIT
                 message += f"; {exhausted} ({self.limits.memory_mb} MB)"

@@ -106,10 +106,12 @@ class AgentProcess(ABC):
     def thaw(self) -> None:  # noqa: B027 - optional, pairs with freeze
         """Let a frozen agent run again (idempotent; a no-op when it is not frozen)."""
 
-    def memory_exhausted(self) -> str:
+    def memory_exhausted(self, grace: float = 0.0) -> str:
         """A sentence when the agent ran out of memory (the kernel OOM-killed one of its processes, or its
         usage reached the memory limit), else ``""``. Read after a deadline passed or the channel broke, to
-        charge ``MEMORY_LIMIT`` instead of ``TIMEOUT`` / ``CRASH``."""
+        charge ``MEMORY_LIMIT`` instead of ``TIMEOUT`` / ``CRASH``. ``grace``: an agent still filling its
+        memory (a quarter of its limit or more) is watched that many seconds more
+        (``cgroups.MemoryWatch.exhausted``)."""
         return ""
 
     def __enter__(self) -> AgentProcess:

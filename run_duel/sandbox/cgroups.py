@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 V2 = "unified"
+#: ``MemoryWatch.exhausted(grace)`` watches a group only when it uses at least this share of its limit.
+GRACE_FROM_FRACTION = 0.25
 
 
 @cache
@@ -163,8 +166,43 @@ class MemoryWatch:
         except (OSError, ValueError):
             return 0
 
-    def exhausted(self) -> str:
-        """A sentence when the group ran out of memory (an OOM kill, or usage at the limit), else ``""``."""
+    def _bytes(self, name: str) -> int | None:
+        try:
+            text = (self.directory / name).read_text().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def usage(self) -> int | None:
+        """Bytes the group uses now (v1 ``memory.usage_in_bytes``, v2 ``memory.current``)."""
+        return self._bytes("memory.current" if self.v2 else "memory.usage_in_bytes")
+
+    def limit(self) -> int | None:
+        """The group's memory limit in bytes (``None``: none, or unknown)."""
+        return self._bytes("memory.max" if self.v2 else "memory.limit_in_bytes")
+
+    def exhausted(self, grace: float = 0.0) -> str:
+        """A sentence when the group ran out of memory (an OOM kill, or usage at the limit), else ``""``.
+
+        With ``grace``: if it has not (yet) but uses at least ``GRACE_FROM_FRACTION`` of its limit, watch
+        it up to ``grace`` seconds more. A memory bomb that misses a deadline while still filling its
+        memory (page faults are slow on a busy host) reaches its limit a moment later; an agent that is
+        just slow, with its memory far from the limit, is not watched."""
+        found = self._exhausted_now()
+        if found or grace <= 0:
+            return found
+        usage, limit = self.usage(), self.limit()
+        if usage is None or limit is None or usage < GRACE_FROM_FRACTION * limit:
+            return ""
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+            found = self._exhausted_now()
+            if found:
+                return found + " just after the deadline"
+        return ""
+
+    def _exhausted_now(self) -> str:
         kills = self.oom_kills()
         if kills:
             return f"the kernel killed {kills} of its processes for exceeding the memory limit"

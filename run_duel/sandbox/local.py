@@ -351,7 +351,10 @@ class LocalAgentProcess(AgentProcess):
         ):
             detail = f"CPU time limit of {self._limits.cpu_time_s} s exceeded"
         elif oom:
-            detail = f"killed near its memory limit (peak RSS {usage.ru_maxrss // 1024} MB)"
+            detail = (
+                self.memory_exhausted()
+                or f"killed near its memory limit (peak RSS {usage.ru_maxrss // 1024} MB)"
+            )
         self._exit = ExitInfo(returncode=code, oom_killed=oom, detail=detail)
         return self._exit
 
@@ -421,10 +424,10 @@ class LocalAgentProcess(AgentProcess):
         if self._cgroup is not None and self._cgroup.freezer is not None:
             self._cgroup.freezer.thaw()
 
-    def memory_exhausted(self) -> str:
+    def memory_exhausted(self, grace: float = 0.0) -> str:
         """From the agent's memory cgroup: an OOM kill, or usage that reached ``Limits.memory_mb``."""
         watch = self._cgroup.memory if self._cgroup is not None else None
-        return watch.exhausted() if watch is not None else ""
+        return watch.exhausted(grace) if watch is not None else ""
 
     def kill(self) -> None:
         """SIGKILL the whole process group (and cgroup), reap, close pipes, remove the temp folder."""

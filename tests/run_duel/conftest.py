@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from run_duel_helpers import HAS_BWRAP, TrackingSandbox
@@ -63,3 +65,30 @@ def private_cpu_slots(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("AGENT_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("DUEL_CPU_PINNING", "on")
     return runtime / LOCK_FOLDER
+
+
+# -- Docker (the fairness and memory-limit tests) ------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox() -> Iterator[Any]:
+    """A Docker sandbox (skipped without an engine, failing in CI)."""
+    from run_duel.sandbox.docker_client import docker_available
+
+    if not docker_available():
+        if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+            pytest.fail("no Docker engine answers in CI")
+        pytest.skip("no Docker engine answers (run scripts/ensure_docker.sh)")
+    from run_duel.sandbox.docker import DockerSandbox
+
+    sandbox = DockerSandbox()
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture(scope="session")
+def image(docker_sandbox: Any) -> Any:
+    """``image(folder)``: the agent image built from a folder (cached by content)."""
+    from run_duel.sandbox.docker import resolve_docker_agent
+
+    return resolve_docker_agent

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,29 +75,6 @@ def test_a_frozen_local_agent_and_its_detached_processes_get_no_cpu(any_sandbox)
 
 
 # -- Docker -------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def docker_sandbox() -> Iterator[Any]:
-    from run_duel.sandbox.docker_client import docker_available
-
-    if not docker_available():
-        if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
-            pytest.fail("no Docker engine answers in CI")
-        pytest.skip("no Docker engine answers (run scripts/ensure_docker.sh)")
-    from run_duel.sandbox.docker import DockerSandbox
-
-    sandbox = DockerSandbox()
-    yield sandbox
-    sandbox.close()
-
-
-@pytest.fixture(scope="module")
-def image(docker_sandbox: Any) -> Any:
-    """``image(folder)``: the agent image built from a folder (cached by content)."""
-    from run_duel.sandbox.docker import resolve_docker_agent
-
-    return resolve_docker_agent
 
 
 @pytest.mark.docker
