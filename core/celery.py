@@ -38,3 +38,5 @@ from core.jobs.health import MonitorStep  # noqa: E402
 app.steps["consumer"].add(MonitorStep)
 # Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
 app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher"])
+# The agent image collector's periodic task (duel_runner/image_gc.py).
+app.autodiscover_tasks(["duel_runner"], related_name="image_gc")

@@ -287,8 +287,11 @@ SITE_URL = (env_str("SITE_URL", "") or "").rstrip("/")
 AGENT_REGISTRY_USERNAME = (env_str("AGENT_REGISTRY_USERNAME", "") or "").strip()
 AGENT_REGISTRY_PASSWORD = env_secret("AGENT_REGISTRY_PASSWORD") or ""
 AGENT_REGISTRY_API_URL = (env_str("AGENT_REGISTRY_API_URL", "") or "").strip()
-# Bytes of pulled agent images each worker host keeps; least recently used unused ones go first (0: no limit).
+# Bytes of agent images each worker host keeps (the pull-time trim of run_duel/images.py and the image
+# collector of duel_runner/image_gc.py); least recently used unused ones go first (0: no limit).
 AGENT_IMAGE_CACHE_BYTES = env_int("AGENT_IMAGE_CACHE_BYTES", 10 * 1024**3, minimum=0)
+# How often the image collector removes images of revisions that can no longer play (duel_runner/image_gc.py).
+IMAGE_GC_INTERVAL_SECONDS = env_float("IMAGE_GC_INTERVAL_SECONDS", 600.0, minimum=10.0)
 
 
 def _agent_registry() -> str:

@@ -1,0 +1,257 @@
+"""Agent images do not pile up: images of revisions that can no longer play leave this host's engine, the
+rest stays under a size budget, and every revision's image size is recorded for its owner.
+
+A 0.5 MB upload becomes a ~500 MB image (the base image's layers are shared; the agent's own layers are
+what a removal frees). ``collect_images`` (the periodic task ``duel_runner.collect_images``, every
+``IMAGE_GC_INTERVAL_SECONDS``) looks at the agent images of the engine it runs beside (label
+``rl-arena=agent-image``) and at the revisions of this database whose ``agent_ref`` names them:
+
+* **pinned** — a revision that may be launched at any moment: in the pipeline (uploaded, building, built,
+  testing), in a QUEUED or RUNNING duel, in a waiting or running live game, or entered in a pending or
+  running tournament. Never removed.
+* **playing** — a competitor's current revision. Kept while the host's agent images fit the budget
+  (``AGENT_IMAGE_CACHE_BYTES``); past it, the least recently used ones go first (a later duel pulls it back
+  by digest, or rebuilds it from its zip: ``duel_runner.tasks.ensure_agent_images``).
+* **retired** — every other revision (superseded, failed, rejected): its image is removed.
+
+An image several revisions share (the same content builds the same tag) takes the most protective class of
+them. Images no revision of this database names are someone else's (another deployment on the engine, an
+operator's) and are never touched. Removal takes the launch lock ``run_duel.images`` holds from "the image
+is here" to "the container exists" (exclusively and without waiting: a launch in progress wins), asks the
+engine whether a container uses the image, and removes each of its names without ``force``, so the engine
+itself refuses an image in use. The registry copy is left alone (other hosts, and other deployments
+sharing the registry, may pull it).
+
+With a fleet, beat hands the task to one worker at a time, so each host is swept when one of its workers
+takes it; the pull-time trim of ``run_duel.images`` bounds the pulled images of every host in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from core.actions.images import record_image_sizes
+from core.celery import app
+from core.models import Competitor, Duel, PlaySession, Revision, Tournament, TournamentParticipant
+from run_duel.images import AGENT_IMAGE_LABEL, ImageCache
+
+log = logging.getLogger(__name__)
+
+#: Revision states of the pipeline: the revision is about to be built or smoke-tested.
+PIPELINE_STATES = (
+    Revision.State.UPLOADED,
+    Revision.State.BUILDING,
+    Revision.State.BUILT,
+    Revision.State.TESTING,
+)
+
+
+@dataclass
+class Collection:
+    """What one pass did (sizes in bytes; ``own`` bytes exclude layers shared with other images)."""
+
+    removed: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    freed_bytes: int = 0
+    kept_bytes: int = 0
+    budget_bytes: int = 0
+    sizes_recorded: int = 0
+    skipped_in_use: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Image:
+    id: str
+    names: list[str]
+    size: int
+    own: int
+    created: float
+    refs: set[str] = field(default_factory=set)
+    revisions: set[int] = field(default_factory=set)
+
+
+def pinned_revision_ids() -> set[int]:
+    """Revisions that may be launched at any moment (module docstring)."""
+    pinned = set(Revision.objects.filter(state__in=PIPELINE_STATES).values_list("pk", flat=True))
+    pending = Duel.objects.filter(state__in=[Duel.State.QUEUED, Duel.State.RUNNING])
+    for r1, r2 in pending.values_list("revision_1_id", "revision_2_id"):
+        pinned.update((r1, r2))
+    live_games = PlaySession.objects.filter(
+        status__in=[PlaySession.Status.QUEUED, PlaySession.Status.PLAYING]
+    )
+    pinned.update(live_games.values_list("revision_id", flat=True))
+    entered = TournamentParticipant.objects.filter(
+        tournament__state__in=[Tournament.State.PENDING, Tournament.State.RUNNING]
+    )
+    pinned.update(entered.values_list("revision_id", flat=True))
+    return pinned
+
+
+def playing_revision_ids() -> set[int]:
+    """Every competitor's current revision (the one that plays its next duel)."""
+    current = Competitor.objects.filter(current_revision__isnull=False)
+    return set(current.values_list("current_revision_id", flat=True))
+
+
+class ImageCollector:
+    """One pass over this host's agent images (module docstring). ``cache`` gives the launch locks and
+    last-use stamps of ``run_duel.images``; its engine client is the one used."""
+
+    def __init__(self, *, budget_bytes: int, cache: ImageCache) -> None:
+        self.budget_bytes = budget_bytes
+        self.cache = cache
+
+    @property
+    def api(self) -> Any:
+        return self.cache.api
+
+    def _engine_images(self) -> dict[str, _Image]:
+        images: dict[str, _Image] = {}
+        for item in self.api.df().get("Images") or []:
+            if (item.get("Labels") or {}).get(AGENT_IMAGE_LABEL[0]) != AGENT_IMAGE_LABEL[1]:
+                continue
+            names = [
+                n
+                for n in [*(item.get("RepoTags") or []), *(item.get("RepoDigests") or [])]
+                if n not in ("<none>:<none>", "<none>@<none>")
+            ]
+            size = int(item.get("Size") or 0)
+            shared = max(0, int(item.get("SharedSize") or 0))
+            images[item["Id"]] = _Image(
+                id=item["Id"],
+                names=names,
+                size=size,
+                own=max(0, size - shared),
+                created=float(item.get("Created") or 0),
+            )
+        return images
+
+    def _attach_revisions(self, images: dict[str, _Image]) -> None:
+        by_name = {name: image for image in images.values() for name in image.names}
+        rows = Revision.objects.exclude(agent_ref="").values_list("pk", "agent_ref", "image_bytes")
+        sizes: dict[int, int] = {}
+        for pk, ref, recorded in rows.iterator():
+            image = by_name.get(ref)
+            if image is None:
+                continue
+            image.refs.add(ref)
+            image.revisions.add(pk)
+            if recorded != image.size:
+                sizes[pk] = image.size
+        self._sizes = sizes
+
+    def _last_use(self, image: _Image) -> float:
+        """When a launch last stamped one of the image's references (``ImageCache.touch``)."""
+        stamps = []
+        for ref in image.refs:
+            with contextlib.suppress(OSError):
+                stamps.append(self.cache._lock_path(ref).stat().st_mtime)
+        return max(stamps) if stamps else image.created  # never launched here: its build time
+
+    def _remove(self, image: _Image) -> bool:
+        """Remove every name of ``image`` unless a launch holds it or a container uses it."""
+        from docker.errors import APIError, NotFound
+
+        from run_duel.images import _HostLock
+
+        locks = [_HostLock(self.cache._lock_path(ref)) for ref in sorted(image.refs)]
+        try:
+            if not all(lock.try_exclusive() for lock in locks):
+                return False
+            if self.api.containers(all=True, filters={"ancestor": image.id}):
+                return False
+            for name in image.names:
+                try:
+                    self.api.remove_image(name, force=False)
+                except NotFound:
+                    continue
+                except APIError as exc:  # 409: a container took it after all
+                    log.info("image collector: keeping %s: %s", name, exc)
+                    return False
+            return True
+        finally:
+            for lock in locks:
+                lock.close()
+
+    def run(self) -> Collection:
+        """Record sizes, remove retired images, then evict playing ones past the budget (LRU first)."""
+        images = self._engine_images()
+        self._attach_revisions(images)
+        ours = [image for image in images.values() if image.revisions]
+        pinned = pinned_revision_ids()
+        playing = playing_revision_ids()
+        result = Collection(budget_bytes=self.budget_bytes)
+        result.sizes_recorded = record_image_sizes(self._sizes)
+
+        kept: list[_Image] = []
+        for image in ours:
+            if image.revisions & (pinned | playing):
+                kept.append(image)
+            elif self._remove(image):
+                result.removed.extend(sorted(image.refs))
+                result.freed_bytes += image.own
+            else:
+                result.skipped_in_use.extend(sorted(image.refs))
+                kept.append(image)
+
+        usage = sum(image.own for image in kept)
+        if self.budget_bytes > 0 and usage > self.budget_bytes:
+            evictable = sorted((i for i in kept if not i.revisions & pinned), key=self._last_use)
+            for image in evictable:
+                if usage <= self.budget_bytes:
+                    break
+                if self._remove(image):
+                    result.evicted.extend(sorted(image.refs))
+                    result.freed_bytes += image.own
+                    usage -= image.own
+        result.kept_bytes = usage
+        if result.removed or result.evicted:
+            log.info(
+                "image collector: removed %d retired and %d least recently used image(s), %d bytes freed, "
+                "%d bytes kept (budget %d)",
+                len(result.removed),
+                len(result.evicted),
+                result.freed_bytes,
+                usage,
+                self.budget_bytes,
+            )
+        if self.budget_bytes > 0 and usage > self.budget_bytes:
+            log.warning(
+                "image collector: %d bytes of agent images in use exceed the budget of %d bytes "
+                "(AGENT_IMAGE_CACHE_BYTES): everything left is pinned by pending work",
+                usage,
+                self.budget_bytes,
+            )
+        return result
+
+
+def collect_images(*, budget_bytes: int | None = None, cache: ImageCache | None = None) -> Collection:
+    """One collection pass on this host's engine with the configured budget (``AGENT_IMAGE_CACHE_BYTES``)."""
+    budget = settings.AGENT_IMAGE_CACHE_BYTES if budget_bytes is None else budget_bytes
+    return ImageCollector(budget_bytes=budget, cache=cache or ImageCache.from_env()).run()
+
+
+@app.task(name="duel_runner.collect_images", ignore_result=True)
+def collect_images_task() -> dict[str, int]:
+    """The periodic pass (Docker sandbox only); returns counts for the worker log."""
+    if settings.SANDBOX != "docker":
+        return {}
+    done = collect_images()
+    return {
+        "removed": len(done.removed),
+        "evicted": len(done.evicted),
+        "freed_bytes": done.freed_bytes,
+        "kept_bytes": done.kept_bytes,
+        "sizes_recorded": done.sizes_recorded,
+    }
+
+
+app.conf.beat_schedule.setdefault(
+    "duel-runner-collect-images",
+    {"task": "duel_runner.collect_images", "schedule": float(settings.IMAGE_GC_INTERVAL_SECONDS)},
+)
