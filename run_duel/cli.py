@@ -94,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-bwrap", action="store_true", help="local sandbox: do not use bubblewrap")
     parser.add_argument("--output", help="write the JSON to this file instead of stdout")
     parser.add_argument(
-        "--seed", type=int, help="seed the agents' random/numpy RNGs (player 2 gets seed + 1)"
+        "--seed",
+        type=int,
+        help="seed the agents' random/numpy RNGs (player 2 gets seed + 1) and, in games of chance, the deal",
     )
     parser.add_argument("--no-states", action="store_true", help="leave the per-move states out of the JSON")
     parser.add_argument(
@@ -161,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             on_progress=_Progress(sys.stderr),
             record_states=not args.no_states,
             pin_cpus=False if args.no_pin else None,
+            seed=args.seed,
         )
     except KeyboardInterrupt:
         print("run_duel: interrupted", file=sys.stderr)

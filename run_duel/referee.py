@@ -13,12 +13,26 @@ Rules it enforces (details in ``run_duel/README.md``):
   that, and after any failure to start (import error, slow ``__init__``), its remaining matches are
   charged to it. After an invalid action or an exception reported by the harness the channel is still
   in sync, so the same process continues.
+* Each agent sees only ``game.observation(state, seat)``: in games with private information (Leduc
+  Hold'em) that hides the opponent's cards, while the duel JSON keeps full states. It is stored once a
+  match is over, so replays never show hidden information of a running match.
+* Games with chance (``Game.has_chance``) are played in **duplicate**: matches ``2k`` and ``2k + 1`` are
+  dealt from the same seed with the seats swapped, so both players meet the same luck from both sides.
+  The seeds derive from the duel's seed (``play_duel(seed=...)``, random by default); the duel JSON
+  records it (``seed``) and each match's (``seed``, and its initial state first in ``states``), so the
+  seed and the actions replay every state. Games without chance keep the duel JSON they always had.
+* A simultaneous turn (``Game.acting_seats`` of two seats, Goofspiel) is asked one seat after the other,
+  each with its own deadline while the other is frozen; both see the state the turn started in (the
+  rules guarantee that seat 0's choice is invisible to seat 1), so choosing first gives nothing away and
+  neither agent competes with the other for the CPU.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
+import secrets
 import time
 import traceback
 from collections.abc import Callable
@@ -69,6 +83,13 @@ def _tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
+def match_seed(duel_seed: int, index: int) -> int:
+    """The chance seed of match ``index`` of a duel seeded ``duel_seed``: the same for the two matches of
+    a duplicate pair (``2k`` and ``2k + 1``, seats swapped), a 31-bit int."""
+    digest = hashlib.sha256(f"rl-arena-duel:{duel_seed}:{index // 2}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
+
+
 class Referee:
     """Plays one duel; ``run`` returns the duel JSON dict."""
 
@@ -84,8 +105,11 @@ class Referee:
         on_match: Callable[[int, dict[str, Any]], None] | None = None,
         record_states: bool = True,
         pin_cpus: bool = True,
+        seed: int | None = None,
     ) -> None:
         self.on_match = on_match
+        #: The duel's chance seed (games with chance only; ``None`` otherwise).
+        self.seed = None if not game.has_chance else (secrets.randbelow(2**31) if seed is None else seed)
         self.game = game
         self.slug = slug
         self.sandbox = sandbox
@@ -152,6 +176,9 @@ class Referee:
                 },
             }
         )
+        if self.seed is not None:
+            duel["seed"] = self.seed
+            duel["duplicate"] = True
         return duel
 
     def _close(self, *agents: Seat) -> None:
@@ -232,6 +259,8 @@ class Referee:
             "move_times": [],
             "num_moves": 0,
         }
+        if self.seed is not None:
+            match["seed"] = match_seed(self.seed, index)
         if self.infra_error:
             return self._finish(match, OTHER_ERROR, INFRA, "not played: " + self.infra_error)
         try:
@@ -295,7 +324,12 @@ class Referee:
         record = self.record_states
         for agent in agents:
             agent.started = False
-        state = game.initial_state()
+        if "seed" in match:  # chance: the deal is in the initial state, so it is recorded too
+            state = game.initial_state(match["seed"])
+            if record:
+                states.append(state)
+        else:
+            state = game.initial_state()
         fault: PlayerFault | None = None
         faulty: Seat | None = None
         while not game.is_over(state):
@@ -380,6 +414,7 @@ def play_duel(
     on_match: Callable[[int, dict[str, Any]], None] | None = None,
     record_states: bool = True,
     pin_cpus: bool | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """Play a duel and return the duel JSON (``run_duel/duel_result.schema.json``).
 
@@ -388,8 +423,9 @@ def play_duel(
     ``limits`` of both launch specs. ``pin_cpus`` (default ``$DUEL_CPU_PINNING``, on) runs the referee
     and both agents on one free core once they are ready (``run_duel.cpu_slots``). ``on_match(index,
     match)`` is called with each match object as soon as it is played (the platform shows a running duel
-    live), ``on_progress(done, total)`` after it. Never raises for player errors or sandbox failures: they
-    are in the result (``PLAYER_x_ERROR`` / ``ERROR``).
+    live), ``on_progress(done, total)`` after it. ``seed`` is the duel's chance seed in games with chance
+    (random when ``None``; ignored otherwise): the same seed deals the same cards. Never raises for player
+    errors or sandbox failures: they are in the result (``PLAYER_x_ERROR`` / ``ERROR``).
     """
     if isinstance(game_slug, Game):
         game = game_slug
@@ -419,5 +455,6 @@ def play_duel(
         on_match=on_match,
         record_states=record_states,
         pin_cpus=pinning_enabled() if pin_cpus is None else pin_cpus,
+        seed=seed,
     )
     return referee.run()
