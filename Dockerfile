@@ -87,5 +87,6 @@ VOLUME ["/data"]
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
     CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s%s' % (os.environ.get('PORT', '8000'), os.environ.get('HEALTHCHECK_PATH', '/healthz')), timeout=4)" || exit 1
 
-# gunicorn also reads WEB_CONCURRENCY (workers) and GUNICORN_CMD_ARGS from the environment.
-CMD ["sh", "-c", "exec gunicorn core.wsgi --bind 0.0.0.0:${PORT} --access-logfile - --error-logfile - --forwarded-allow-ips='*' --timeout 60"]
+# The web server: gunicorn with core/gunicorn_conf.py (workers from the CPU count, gthread, bind 0.0.0.0:$PORT;
+# WEB_CONCURRENCY, GUNICORN_THREADS, GUNICORN_* in .env override it, GUNICORN_CMD_ARGS too).
+CMD ["gunicorn", "-c", "python:core.gunicorn_conf", "core.wsgi"]

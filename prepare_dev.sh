@@ -25,6 +25,7 @@
 #   DATA_DIR         where everything is written (default ./data); pid files and logs go to $DATA_DIR/run
 #   ENV_FILE         the settings file (default ./.env, created from example.env when absent)
 #   WEB_SERVER       runserver (default: serves static files, reloads on code changes) or gunicorn
+#                    (core/gunicorn_conf.py; static files collected and served by Django: SERVE_STATIC=1)
 #   ADMIN_EMAIL      the admin login (default admin@example.com); its password is generated once and kept
 #                    in $DATA_DIR/admin_password.txt
 #   EXAMPLE_PLAYERS  0 to skip uploading the example players
@@ -258,7 +259,13 @@ start() {
     local web_cmd
     case "$WEB_SERVER" in
         runserver) web_cmd=("$PY" "$ROOT/manage.py" runserver --insecure "$HOST:$PORT") ;;
-        gunicorn) web_cmd=("$ROOT/.venv/bin/gunicorn" core.wsgi --bind "$HOST:$PORT" --workers 2 --access-logfile -) ;;
+        gunicorn)
+            # The production server and settings (core/gunicorn_conf.py: workers from the CPU count). No
+            # nginx here, so Django serves the collected static files itself (SERVE_STATIC).
+            log "static files (collectstatic)"
+            manage collectstatic --noinput -v 0
+            export SERVE_STATIC=1
+            web_cmd=("$ROOT/.venv/bin/gunicorn" -c python:core.gunicorn_conf core.wsgi --bind "$HOST:$PORT") ;;
         *) die "WEB_SERVER must be runserver or gunicorn (got $WEB_SERVER)" ;;
     esac
     port_is_free || die "$HOST:$PORT is already in use by another program (set PORT=...)"

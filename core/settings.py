@@ -208,6 +208,13 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 RL_ARENA_TRUST_PROXY = env_bool("BEHIND_TLS_PROXY", False)  # take the client address from X-Forwarded-For
+# Public pages (web/page_cache.py): how long browsers and nginx may reuse an anonymous response, and how long
+# a cached page may show content that changed without a rating change (rating changes show at once).
+WEB_PUBLIC_MAX_AGE = env_int("WEB_PUBLIC_MAX_AGE", 5, minimum=0, maximum=3600)
+WEB_PAGE_CACHE_SECONDS = env_int("WEB_PAGE_CACHE_SECONDS", 60, minimum=1, maximum=3600)
+# Django itself serves STATIC_ROOT at /static/ and MEDIA_ROOT at /media/ (prepare_dev.sh with gunicorn and no
+# nginx). Behind nginx (docker-compose) leave it off: nginx serves both.
+SERVE_STATIC = env_bool("SERVE_STATIC", False)
 # Per-scope (login, signup, password_reset, upload) overrides of web/ratelimit.py's DEFAULT_LIMITS.
 RL_ARENA_RATE_LIMITS = env_rate_limits("RATE_LIMITS")
 REST_FRAMEWORK = {

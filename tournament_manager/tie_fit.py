@@ -8,9 +8,9 @@ The leaderboard's shared ranks come from a Bradley-Terry fit over every rated ma
   ``tournament_manager.refresh_tie_fit`` with a countdown of ``TM_TIE_FIT_DELAY_SECONDS`` (60) and later
   calls within that window send nothing, so a busy ladder gets at most one fit per window, and that fit
   covers every duel rated before it starts.
-- :func:`refresh` (the task's body) aggregates the rated matches into win/draw/loss counts per pair of
-  competitors in SQL (``GROUP BY``; Python sees one row per pair, never one per match), fits them, and
-  stores the result with :func:`store`.
+- :func:`refresh` (the task's body) reads the win/draw/loss counts per pair of competitors that the
+  record path keeps in ``PairRecord`` (one row per pair, never one per match), fits them, and stores the
+  result with :func:`store`.
 - :func:`stored_fit` is what the leaderboard reads: no query, no fitting. A missing fit means "no tie
   groups yet" (every competitor its own rank), never an error.
 
@@ -41,7 +41,7 @@ from django.db.models import Count, F, Max, Q, Value
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
-from core.models import Duel, Environment, Match, Rating
+from core.models import Duel, Environment, Match, PairRecord, Rating
 from tournament_manager.bradley_terry import fit_pair_counts
 
 log = logging.getLogger(__name__)
@@ -176,11 +176,31 @@ def is_stale(environment_id: int) -> bool:
 
 
 def pair_counts(environment_id: int) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """Every rated match of the environment as pair counts, aggregated in SQL: one row per pair.
+    """The environment's rated results as pair counts: one row per pair, read from ``PairRecord``.
 
-    Returns ``(competitor ids, pairs, table)`` in the shape :func:`~tournament_manager.bradley_terry.
-    fit_pair_counts` takes: ``pairs[k] = (low, high)`` indices into the ids, ``table[k]`` the low
-    competitor's losses, draws and wins against the high one.
+    The record path keeps those rows current (``core.actions.pair_records``), so this reads one row per
+    pair of competitors, never one per match. Returns ``(competitor ids, pairs, table)`` in the shape
+    :func:`~tournament_manager.bradley_terry.fit_pair_counts` takes: ``pairs[k] = (low, high)`` indices
+    into the ids, ``table[k]`` the low competitor's losses, draws and wins against the high one. A
+    player's own error is its loss; OTHER_ERROR counts for nothing.
+    """
+    rows = (
+        PairRecord.objects.filter(environment_id=environment_id, rated=True)
+        .annotate(
+            losses=F("high_wins") + F("low_errors"),
+            wins=F("low_wins") + F("high_errors"),
+        )
+        .exclude(losses=0, draws=0, wins=0)
+        .values_list("low_id", "high_id", "losses", "draws", "wins")
+    )
+    return _as_arrays(list(rows))
+
+
+def pair_counts_from_matches(environment_id: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The same counts aggregated from every rated match (one ``GROUP BY`` over the Match rows).
+
+    Seconds at a million matches: kept to check :func:`pair_counts` against the matches themselves
+    (tests, ``benchmarks/bench_web.py``), never on the rating path.
     """
     c1, c2 = "duel__revision_1__competitor_id", "duel__revision_2__competitor_id"
     first_is_low = Q(**{f"{c1}__lt": F(c2)})
@@ -189,7 +209,6 @@ def pair_counts(environment_id: int) -> tuple[list[int], np.ndarray, np.ndarray]
         Match.objects.filter(
             duel__environment_id=environment_id,
             duel__state=Duel.State.FINISHED,
-            duel__rated=True,
             duel__kind__in=RATED_KINDS,
             result__in=(*_P1_WINS, *_P2_WINS, R.DRAW),
         )
@@ -204,7 +223,11 @@ def pair_counts(environment_id: int) -> tuple[list[int], np.ndarray, np.ndarray]
         .order_by()
         .values_list("low", "high", "losses", "draws", "wins")
     )
-    data = np.array(list(rows), dtype=np.int64).reshape(-1, 5)
+    return _as_arrays(list(rows))
+
+
+def _as_arrays(rows: list[tuple[int, int, int, int, int]]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    data = np.array(sorted(rows), dtype=np.int64).reshape(-1, 5)
     ids, index = np.unique(data[:, :2], return_inverse=True)
     return [int(c) for c in ids], index.reshape(-1, 2), data[:, 2:].astype(np.float64)
 

@@ -16,6 +16,7 @@ from core.models import (
     Competitor,
     Duel,
     Environment,
+    PairRecord,
     Rating,
     RatingHistory,
     Revision,
@@ -170,41 +171,23 @@ class HeadToHead:
 
 
 def head_to_head(competitor: Competitor, revision_ids: list[int]) -> list[HeadToHead]:
-    """Aggregate results per opponent (three queries whatever the number of duels)."""
+    """Results per opponent over every finished duel (ladder, tournament and challenges), from the per-pair
+    counts the record path keeps (``PairRecord``): two queries, one row per opponent, whatever the number
+    of duels. ``revision_ids`` only says whether the competitor ever had a revision."""
     if not revision_ids:
         return []
-    finished = Duel.objects.filter(state=Duel.State.FINISHED)
-    as_p1 = (
-        finished.filter(revision_1_id__in=revision_ids)
-        .values(opp=F("revision_2__competitor"))
-        .annotate(
-            n=Count("pk"),
-            w=Sum("player_1_wins"),
-            d=Sum("draws"),
-            lo=Sum("player_2_wins"),
-            e=Sum("player_1_errors"),
-            oe=Sum("player_2_errors"),
-        )
-    )
-    as_p2 = (
-        finished.filter(revision_2_id__in=revision_ids)
-        .values(opp=F("revision_1__competitor"))
-        .annotate(
-            n=Count("pk"),
-            w=Sum("player_2_wins"),
-            d=Sum("draws"),
-            lo=Sum("player_1_wins"),
-            e=Sum("player_2_errors"),
-            oe=Sum("player_1_errors"),
-        )
-    )
     totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
-    for row in [*as_p1, *as_p2]:
-        if row["opp"] == competitor.pk:
-            continue  # self-play is not a head-to-head
-        t = totals[row["opp"]]
-        for i, key in enumerate(("n", "w", "d", "lo", "e", "oe")):
-            t[i] += row[key] or 0
+    pairs = PairRecord.objects.filter(Q(low=competitor) | Q(high=competitor)).values_list(
+        "low_id", "high_id", "duels", "low_wins", "high_wins", "draws", "low_errors", "high_errors"
+    )
+    for low, high, n, low_wins, high_wins, draws, low_errors, high_errors in pairs:
+        if low == competitor.pk:  # (duels, wins, draws, losses, errors, opponent errors) from our side
+            row, opponent = (n, low_wins, draws, high_wins, low_errors, high_errors), high
+        else:
+            row, opponent = (n, high_wins, draws, low_wins, high_errors, low_errors), low
+        t = totals[opponent]
+        for i, value in enumerate(row):
+            t[i] += value
     if not totals:
         return []
     opponents = Competitor.objects.select_related("owner").in_bulk(list(totals))

@@ -6,7 +6,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 from django.views.generic import TemplateView
 
+from web.page_cache import cached_page, competitor_version, game_version
 from web.views import accounts, health, kits, notifications, pages, play, records, upload
+
+# Public pages served from the cache to anonymous visitors, keyed by the ratings they show (page_cache.py).
+game_page = cached_page("game", game_version)(pages.game)
+leaderboard_partial = cached_page("leaderboard", game_version)(pages.leaderboard_partial)
+competitor_page = cached_page("competitor", competitor_version)(pages.competitor)
 
 app_name = "web"
 
@@ -56,15 +62,15 @@ urlpatterns = [
     path("", pages.home, name="home"),
     path("healthz", health.healthz, name="healthz"),
     path("accounts/", include(account_patterns)),
-    path("games/<slug:slug>/", pages.game, name="game"),
-    path("games/<slug:slug>/leaderboard/", pages.leaderboard_partial, name="leaderboard"),
+    path("games/<slug:slug>/", game_page, name="game"),
+    path("games/<slug:slug>/leaderboard/", leaderboard_partial, name="leaderboard"),
     path("games/<slug:slug>/records.jsonl", records.records_download, name="records"),
     path("games/<slug:slug>/starter.zip", kits.starter_kit, name="starter-kit"),
     path("guide/", kits.guide, name="guide"),
     path("downloads/rl-arena-client.zip", kits.client_download, name="client-download"),
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/read/", notifications.notifications_read, name="notifications-read"),
-    path("competitors/<int:pk>/", pages.competitor, name="competitor"),
+    path("competitors/<int:pk>/", competitor_page, name="competitor"),
     path("revisions/<int:pk>/", pages.revision, name="revision"),
     path("revisions/<int:pk>/status/", pages.revision_status, name="revision-status"),
     path("revisions/<int:pk>/source.zip", pages.revision_download, name="revision-download"),

@@ -31,6 +31,7 @@ def _rewrite(text: str, root: Path, http_port: int, tls_port: int, upstream: str
         ("/srv/static/", f"{root}/static/"),
         ("/srv/data/", f"{root}/data/"),
         ("/var/www/certbot", f"{root}/certbot"),
+        ("/var/cache/nginx/rl-arena", f"{root}/cache"),
         ("/etc/letsencrypt/live/arena.example.org/", f"{root}/certs/"),
         ("set $rl_arena_web web:8000;", f"set $rl_arena_web {upstream};"),
         ("listen 80 default_server;", f"listen 127.0.0.1:{http_port} default_server;"),
@@ -47,7 +48,7 @@ def render_nginx(
     root: Path, *, http_port: int, upstream: str, tls_port: int | None = None, mime_types: Path | None = None
 ) -> RenderedNginx:
     """Write nginx.conf (+ snippets, optional TLS server) under ``root``; return the paths."""
-    for sub in ("snippets", "static", "data", "certbot", "certs", "temp", "logs"):
+    for sub in ("snippets", "static", "data", "certbot", "certs", "temp", "logs", "cache"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     for snippet in (NGINX_DIR / "snippets").glob("*.conf"):
         (root / "snippets" / snippet.name).write_text(

@@ -60,14 +60,16 @@ def alive(pid: int) -> bool:
 def dev_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
     """`./prepare_dev.sh` with its own DATA_DIR, PORT and .env; stopped at the end whatever happens.
 
-    ``auto``: SANDBOX unset (example.env leaves it empty), so the script picks the sandbox itself;
-    ``local``: SANDBOX=local, the embedded default of a machine without Docker."""
+    ``auto``: SANDBOX unset (example.env leaves it empty), so the script picks the sandbox itself, and the
+    development server; ``local``: SANDBOX=local, the embedded default of a machine without Docker, served
+    by gunicorn (WEB_SERVER=gunicorn: the production server, static files served by Django)."""
     root = tmp_path_factory.mktemp("prepare_dev")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "CELERY_", "REDIS_"))}
     env.update(DATA_DIR=str(root / "data"), ENV_FILE=str(root / "dev.env"), PORT=str(free_port()))
     env.pop("SANDBOX", None)
     if request.param == "local":
         env["SANDBOX"] = "local"
+        env["WEB_SERVER"] = "gunicorn"
     run = DevRun(env=env, data=root / "data", port=int(env["PORT"]), first_output="")
     try:
         done = run.script()
@@ -89,6 +91,18 @@ def test_the_first_run_prints_the_url_and_an_admin_login(dev_run: DevRun) -> Non
 def test_the_web_server_answers(dev_run: DevRun) -> None:
     with urllib.request.urlopen(f"http://127.0.0.1:{dev_run.port}/admin/login/", timeout=10) as response:
         assert response.status == 200
+
+
+def test_static_files_and_game_renderers_are_served(dev_run: DevRun) -> None:
+    base = f"http://127.0.0.1:{dev_run.port}"
+    with urllib.request.urlopen(f"{base}/games/connect-four/", timeout=30) as response:
+        page = response.read().decode()
+    linked = re.findall(r'(?:href|src)="(/static/[^"]+)"', page)
+    assert linked, "the page links no static file"
+    for path in [*linked, "/static/games/connect-four/renderer.js"]:
+        with urllib.request.urlopen(base + path, timeout=10) as response:
+            assert response.status == 200, path
+            assert response.read(), path
 
 
 def test_the_example_players_become_eligible(dev_run: DevRun) -> None:

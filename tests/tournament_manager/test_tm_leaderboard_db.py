@@ -6,7 +6,8 @@ import pytest
 from django.core.cache import cache
 from tm_factories import play
 
-from core.models import Duel, Rating
+from core.actions.pair_records import rebuild_pair_records
+from core.models import Duel, PairRecord, Rating
 from tournament_manager import bradley_terry, tasks, tie_fit
 from tournament_manager.actions import rate_pending_duels
 from tournament_manager.leaderboard import leaderboard
@@ -123,7 +124,7 @@ def test_pair_counts_are_aggregated_per_pair_from_each_sides_view(hidden_env, ma
     play(b, a, [W1, W1])
     play(b, c, [D])
     play(a, c, [W1], kind=Duel.Kind.CHALLENGE)  # friendly: not rated, not counted
-    play(c, a, [W1])  # finished but not yet rated: not counted
+    play(c, a, [W1])  # finished, its rating still to come: counted (the record path counts each result)
     Duel.objects.filter(environment=hidden_env).exclude(kind=Duel.Kind.CHALLENGE).exclude(
         revision_1__competitor=c
     ).update(rated=True)
@@ -136,4 +137,17 @@ def test_pair_counts_are_aggregated_per_pair_from_each_sides_view(hidden_env, ma
     expected_ab = a_view if first == a.pk else (a_view[2], a_view[1], a_view[0])
     assert got[(first, second)] == expected_ab
     assert got[tuple(sorted([b.pk, c.pk]))] == (0.0, 1.0, 0.0)
-    assert len(got) == 2
+    assert got[(a.pk, c.pk)] == (1.0, 0.0, 0.0)  # a (the lower id) lost c's one win
+    assert len(got) == 3
+    assert_same_counts(tie_fit.pair_counts(hidden_env.pk), tie_fit.pair_counts_from_matches(hidden_env.pk))
+    kept = tie_fit.pair_counts(hidden_env.pk)
+    PairRecord.objects.filter(environment=hidden_env).update(duels=0, low_wins=0, high_wins=0)
+    rebuild_pair_records(hidden_env.pk)  # the backfill and repair: the same counts from the duels
+    assert_same_counts(tie_fit.pair_counts(hidden_env.pk), kept)
+
+
+def assert_same_counts(kept: tuple, aggregated: tuple) -> None:
+    """The counts kept by the record path equal the aggregation over every match."""
+    assert kept[0] == aggregated[0]
+    assert kept[1].tolist() == aggregated[1].tolist()
+    assert kept[2].tolist() == aggregated[2].tolist()

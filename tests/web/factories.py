@@ -15,6 +15,7 @@ from django.utils import timezone
 
 import environments
 from core.actions import sync_environments
+from core.actions.pair_records import count_duel_result
 from core.management.commands.sync_environments import game_infos
 from core.models import (
     Build,
@@ -189,6 +190,7 @@ def duel(
         Duel.Result.PLAYER_1_WIN if w1 > w2 else Duel.Result.PLAYER_2_WIN if w2 > w1 else Duel.Result.DRAW
     )
     d.save()
+    count_duel_result(d)  # what record_duel_result adds: the pair's head-to-head counts
     return d
 
 
@@ -275,6 +277,7 @@ def error_duel(
     d.player_1_score = 0.0 if erring == 1 else float(num_matches)
     d.player_2_score = float(num_matches) if erring == 1 else 0.0
     d.save()
+    count_duel_result(d)  # what record_duel_result adds: the pair's head-to-head counts
     return d
 
 

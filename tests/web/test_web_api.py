@@ -48,7 +48,7 @@ def test_environments_list(api, env):
 
 def test_leaderboard_is_ranked_by_conservative_skill(api, ranked, env, django_assert_max_num_queries):
     with django_assert_max_num_queries(5):
-        rows = api.get(f"/api/environments/{env.slug}/leaderboard/").json()
+        rows = api.get(f"/api/environments/{env.slug}/leaderboard/").json()["results"]
     assert [r["competitor"] for r in rows] == ["minimax", "random", "greedy", "mcts", "alphabeta"]
     top = rows[0]
     assert top["rank"] == 1

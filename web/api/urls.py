@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from web.api import challenges, records, views
+from web.api import challenges, leaderboard, records, views
 
 app_name = "api"
 
@@ -15,7 +15,7 @@ urlpatterns = [
     path("auth/token/", views.ObtainToken.as_view(), name="token"),
     path("environments/", views.EnvironmentList.as_view(), name="environment-list"),
     path("environments/<slug:slug>/", views.EnvironmentDetail.as_view(), name="environment-detail"),
-    path("environments/<slug:slug>/leaderboard/", views.Leaderboard.as_view(), name="leaderboard"),
+    path("environments/<slug:slug>/leaderboard/", leaderboard.Leaderboard.as_view(), name="leaderboard"),
     path("environments/<slug:slug>/records/", records.Records.as_view(), name="records"),
     path("competitors/", views.CompetitorList.as_view(), name="competitor-list"),
     path("competitors/<int:pk>/", views.CompetitorDetail.as_view(), name="competitor-detail"),
