@@ -254,6 +254,8 @@ class WheelCache:
             "--no-cache-dir",
             "--progress-bar",
             "off",
+            "--retries",
+            "2",  # an index that does not answer is ours to retry later (the build job backs off)
             "--only-binary=:all:",
             "--dest",
             str(dest),
