@@ -266,6 +266,12 @@ RETRY_BACKOFF_MAX_SECONDS = env_float("RETRY_BACKOFF_MAX_SECONDS", 300.0, minimu
 FAILED_RETRY_SECONDS = env_float("FAILED_RETRY_SECONDS", 600.0, minimum=1.0)
 FAILED_RETRY_ROUNDS = env_int("FAILED_RETRY_ROUNDS", 5, minimum=0)
 STALE_QUEUED_SECONDS = env_int("STALE_QUEUED_SECONDS", 120, minimum=1)  # re-send hints older than this
+# Warm Docker sandboxes (run_duel/sandbox/docker_warm.py): a container per revision serves many duels, each
+# in a fresh agent process; retired after DUEL_SANDBOX_REUSE_DUELS seats or _SECONDS, or anything unexpected.
+DUEL_SANDBOX_REUSE = env_bool("DUEL_SANDBOX_REUSE", True)
+DUEL_SANDBOX_REUSE_DUELS = env_int("DUEL_SANDBOX_REUSE_DUELS", 200, minimum=1)
+DUEL_SANDBOX_REUSE_SECONDS = env_int("DUEL_SANDBOX_REUSE_SECONDS", 600, minimum=1)
+DUEL_SANDBOX_REUSE_IDLE = env_int("DUEL_SANDBOX_REUSE_IDLE", 8, minimum=1)
 REAPER_INTERVAL_SECONDS = env_float("REAPER_INTERVAL_SECONDS", 5.0, minimum=0.5)
 # How often each worker checks its sandbox (Docker engine, registry), reports to WorkerStatus and
 # records results spooled while the database was unreachable.

@@ -76,16 +76,33 @@ def _logs(duel_json: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def duel_sandbox() -> Any:
+    """The sandbox of settings.SANDBOX; Docker's reuses warm containers as the DUEL_SANDBOX_REUSE* settings
+    say (the containers live in this worker process between jobs)."""
+    from run_duel.api import ReusePolicy, get_sandbox
+
+    if settings.SANDBOX != "docker":
+        return get_sandbox(settings.SANDBOX)
+    reuse = ReusePolicy(
+        enabled=settings.DUEL_SANDBOX_REUSE,
+        max_duels=settings.DUEL_SANDBOX_REUSE_DUELS,
+        max_age_s=float(settings.DUEL_SANDBOX_REUSE_SECONDS),
+        max_idle=settings.DUEL_SANDBOX_REUSE_IDLE,
+    )
+    return get_sandbox("docker", reuse=reuse)
+
+
 def _smoke_test(smoke: SmokeTest, claim: Claim) -> dict[str, Any]:
     """Self-play the revision; a player error is a verdict, ours raises :class:`InfrastructureError`."""
-    from run_duel.api import LaunchSpec, get_sandbox, smoke_test
+    from run_duel.api import LaunchSpec, smoke_test
 
     revision = smoke.revision
     ensure_agent_images([revision])
     spec = LaunchSpec(
-        agent=revision.agent_ref, labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation)}
+        agent=revision.agent_ref,
+        labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation), "revision": str(revision.pk)},
     )
-    sandbox = get_sandbox(settings.SANDBOX)
+    sandbox = duel_sandbox()
     try:
         result = smoke_test(
             revision.competitor.environment.slug, sandbox, spec, pin_cpus=settings.DUEL_CPU_PINNING
@@ -132,15 +149,15 @@ class LiveMatches:
 def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     """Play the duel. Matches lost to our side re-queue it while attempts remain; on the last attempt the
     fair matches are kept (the others count for nobody)."""
-    from run_duel.api import LaunchSpec, get_sandbox, play_duel, validate_duel_json
+    from run_duel.api import LaunchSpec, play_duel, validate_duel_json
 
     ensure_agent_images([duel.revision_1, duel.revision_2])
     labels = {"duel": str(duel.pk), "attempt": str(claim.generation)}
     specs = [
-        LaunchSpec(agent=rev.agent_ref, labels={**labels, "seat": str(seat)})
+        LaunchSpec(agent=rev.agent_ref, labels={**labels, "seat": str(seat), "revision": str(rev.pk)})
         for seat, rev in ((1, duel.revision_1), (2, duel.revision_2))
     ]
-    sandbox = get_sandbox(settings.SANDBOX)
+    sandbox = duel_sandbox()
     try:
         result = play_duel(
             duel.environment.slug,

@@ -16,12 +16,14 @@ from run_duel.duel_result import (
 )
 from run_duel.referee import play_duel
 from run_duel.sandbox.base import LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.sandbox.docker_warm import ReusePolicy
 
 __all__ = [
     "SANDBOXES",
     "DuelResultError",
     "LaunchSpec",
     "Limits",
+    "ReusePolicy",
     "Sandbox",
     "SandboxError",
     "SmokeResult",

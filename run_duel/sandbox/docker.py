@@ -76,10 +76,12 @@ from run_duel.sandbox.docker_warm import (
     WarmChannel,
     WarmContainer,
     WarmError,
+    WarmKey,
     WarmPool,
     exit_info,
     new_pool_root,
     warm_capable,
+    warm_key,
 )
 from run_duel.sandbox.local import _TailReader
 
@@ -152,6 +154,8 @@ def container_config(
         labels.update({f"{LABEL}.{key}": str(value) for key, value in spec.labels.items()})
     else:
         labels[f"{LABEL}.warm"] = "1"
+        if "revision" in spec.labels:
+            labels[f"{LABEL}.revision"] = str(spec.labels["revision"])
     labels.update(_owner_labels())
     memory = limits.memory_mb * MB
     file_size = limits.file_size_mb * MB
@@ -739,7 +743,7 @@ class DockerSandbox(Sandbox):
         """A fresh agent process in an idle warm container of this image and these limits (a new one
         when none is idle, or when the idle one fails to spawn)."""
         assert self.pool is not None
-        key = (spec.agent, spec.limits)
+        key = warm_key(spec)
         container = self.pool.take(key)
         if container is not None:
             try:
@@ -754,7 +758,7 @@ class DockerSandbox(Sandbox):
             self.pool.give_back(container, reusable=False)
             raise
 
-    def _new_warm(self, spec: LaunchSpec, agent_dir: str, key: tuple[str, Limits]) -> WarmContainer:
+    def _new_warm(self, spec: LaunchSpec, agent_dir: str, key: WarmKey) -> WarmContainer:
         """Start a warm container; return once its factory imported numpy and said ``warm``."""
         assert self.pool is not None
         socket_dir = tempfile.mkdtemp(prefix="warm-", dir=self.pool.root)

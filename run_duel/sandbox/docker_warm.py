@@ -9,7 +9,8 @@ per-process ``WarmPool`` keyed by image and limits, and hands each one to one se
 
 Safety (the argument is in ``run_duel/README.md``, "Warm sandboxes"):
 
-* one revision per container: the pool key is the image reference (a digest on the platform);
+* one revision per container: the pool key is the image reference (a digest on the platform), the
+  limits and the revision id (``LaunchSpec.labels["revision"]``, set by the platform's tasks);
 * opponents never share a container: a leased container serves one seat until ``kill`` gives it back,
   so self-play takes two containers;
 * nothing of a duel survives it: the factory's clean-up kills every process but itself
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from run_duel.channel import Channel
-from run_duel.sandbox.base import ExitInfo, Limits, SandboxError
+from run_duel.sandbox.base import ExitInfo, LaunchSpec, Limits, SandboxError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -53,6 +54,16 @@ CONTROL_TIMEOUT_S = 10.0
 #: The harness file mounted into warm containers (the factory is always this checkout's harness).
 HARNESS_FILE = Path(__file__).resolve().parents[1] / "harness" / "arena_harness.py"
 _OFF = ("0", "off", "false", "no")
+
+
+#: What a warm container is made for: the image, the limits and the revision (``LaunchSpec.labels``).
+WarmKey = tuple[str, Limits, str]
+
+
+def warm_key(spec: LaunchSpec) -> WarmKey:
+    """The pool key of a launch: a container only ever hosts one revision (two revisions with the same
+    image content still get a container each) under one set of limits."""
+    return (spec.agent, spec.limits, str(spec.labels.get("revision", "")))
 
 
 class WarmError(SandboxError):
@@ -96,7 +107,7 @@ def warm_capable(entrypoint: list[str] | None) -> str | None:
 class WarmContainer:
     """One warm container and the control socket to its factory."""
 
-    def __init__(self, container_id: str, control: socket.socket, socket_dir: str, key: tuple[str, Limits]):
+    def __init__(self, container_id: str, control: socket.socket, socket_dir: str, key: WarmKey):
         self.container_id = container_id
         self.control = control
         self.socket_dir = socket_dir
@@ -156,7 +167,7 @@ class WarmPool:
         self.retired = 0
         self.capable: dict[str, str | None] = {}  # image -> its agent folder if it can run warm
 
-    def take(self, key: tuple[str, Limits]) -> WarmContainer | None:
+    def take(self, key: WarmKey) -> WarmContainer | None:
         """An idle container for ``key`` (the most recently used), or ``None``."""
         expired = []
         found = None

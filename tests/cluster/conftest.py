@@ -71,6 +71,8 @@ def _worker_env(data_dir: Path, registry: str) -> dict[str, str]:
         "CELERY_BROKER_URL": REDIS_TEST_URL,
         "DATA_DIR": str(data_dir),
         "SANDBOX": "docker",
+        # The suite follows each duel's own containers (rl-arena.duel label): no warm containers.
+        "DUEL_SANDBOX_REUSE": "off",
         "AGENT_REGISTRY": registry,
         "WORKER_CONCURRENCY": "2",
         # Generous leases: nothing here relies on a lease running out (workers never die, engines do), and
