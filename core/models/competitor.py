@@ -92,6 +92,14 @@ class Revision(models.Model):
     image_bytes = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Size of its Docker image (as the engine reports it); None: unknown."
     )
+    language = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="python, cpp or javascript (from its entry file); set once built.",
+    )
+    packages = models.JSONField(
+        default=list, blank=True, help_text="[name, version] of each package installed from requirements.txt."
+    )
     error_message = models.TextField(blank=True, help_text="Why it failed, shown to the owner.")
     is_public = models.BooleanField(default=False)
     publish_state = models.CharField(
