@@ -9,6 +9,7 @@ are never rated (they are not duels).
 from __future__ import annotations
 
 import os
+import secrets
 from typing import Any
 
 from django.conf import settings
@@ -64,13 +65,16 @@ def start_play_session(user: Any, competitor_id: int, *, human_first: bool = Tru
         raise ActionError(f"{competitor.name} has no playable revision yet.")
     game = _game(competitor.environment.slug)
     now = timezone.now()
+    # Games with chance deal from a fresh seed; their states, like a duel's, start with the deal.
+    initial = game.initial_state(secrets.randbelow(2**31))
     with transaction.atomic():
         session = PlaySession.objects.create(
             user=user,
             environment=competitor.environment,
             revision=revision,
             human_seat=0 if human_first else 1,
-            state=game.initial_state(),
+            state=initial,
+            states=[initial] if game.has_chance else [],
             last_activity_at=now,
         )
         enqueue_on_commit(PlaySession.task_name, session.pk)

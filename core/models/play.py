@@ -6,8 +6,8 @@
 
 The worker (``duel_runner.play_session``) owns the agent process; the web stores the human's moves. Both
 write the same row through ``core.actions.play``, one move at a time, under a row lock, each only on its
-own turn. ``states[i]`` is the state after ``actions[i]`` (the duel JSON's convention), so a finished
-session replays like any match.
+own turn. ``states[i]`` is the state after ``actions[i]`` (the duel JSON's convention; in games with chance
+``states`` starts with the seeded deal, as a duel's does), so a finished session replays like any match.
 """
 
 from __future__ import annotations

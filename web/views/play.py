@@ -67,7 +67,8 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
         ),
         "human_seat": session.human_seat,
         "moves": session.moves,
-        "state": session.state,
+        # While the game runs, only what the person's seat may see (Leduc: not the agent's card).
+        "state": game.redact(session.state, session.human_seat) if running else session.state,
         "your_turn": bool(your_turn and session.user_id == getattr(user, "pk", None)),
         "legal_actions": game.legal_actions(session.state) if your_turn else [],
         "seats": seats,
