@@ -349,3 +349,20 @@ def test_reuse_is_an_operator_switch_read_from_the_environment() -> None:
     )
     assert (policy.enabled, policy.max_duels, policy.max_age_s) == (True, 5, 60.0)
     assert ReusePolicy.from_env({"DUEL_SANDBOX_REUSE": "off"}).enabled is False
+
+
+def test_two_revisions_with_the_same_image_never_share_a_warm_container(
+    warm_sandbox, random_image: str
+) -> None:
+    sandbox = warm_sandbox()
+
+    def seat(revision: str) -> str:
+        proc = sandbox.launch(LaunchSpec(agent=random_image, limits=LIMITS, labels={"revision": revision}))
+        assert proc.channel.recv(10, 4096) == {"type": "ready"}
+        proc.channel.send({"type": "close"}, 1)
+        proc.kill()
+        return proc.container_id
+
+    first_a, first_b, again_a = seat("1"), seat("2"), seat("1")
+    assert first_a != first_b
+    assert again_a == first_a
