@@ -305,6 +305,9 @@ AGENT_REGISTRY_API_URL = (env_str("AGENT_REGISTRY_API_URL", "") or "").strip()
 AGENT_IMAGE_CACHE_BYTES = env_int("AGENT_IMAGE_CACHE_BYTES", 10 * 1024**3, minimum=0)
 # How often the image collector removes images of revisions that can no longer play (duel_runner/image_gc.py).
 IMAGE_GC_INTERVAL_SECONDS = env_float("IMAGE_GC_INTERVAL_SECONDS", 600.0, minimum=10.0)
+# The image collector also deletes retired revisions' images from AGENT_REGISTRY (only for a registry this
+# deployment alone uses, with deletes enabled; its garbage-collect then frees the layers).
+AGENT_REGISTRY_DELETE_RETIRED = env_bool("AGENT_REGISTRY_DELETE_RETIRED", False)
 
 
 def _agent_registry() -> str:

@@ -19,8 +19,13 @@ them. Images no revision of this database names are someone else's (another depl
 operator's) and are never touched. Removal takes the launch lock ``run_duel.images`` holds from "the image
 is here" to "the container exists" (exclusively and without waiting: a launch in progress wins), asks the
 engine whether a container uses the image, and removes each of its names without ``force``, so the engine
-itself refuses an image in use. The registry copy is left alone (other hosts, and other deployments
-sharing the registry, may pull it).
+itself refuses an image in use.
+
+The registry copy of a retired revision is deleted only with ``AGENT_REGISTRY_DELETE_RETIRED=1`` (for a
+registry this deployment alone uses: another deployment pushing the same content gets the same digest), and
+only when no revision that may still play names the same digest (``DELETE /v2/<repo>/manifests/<digest>``;
+the registry's own ``garbage-collect`` then frees the layers). A registry that refuses deletes (405) is
+reported once per pass and left alone.
 
 With a fleet, beat hands the task to one worker at a time, so each host is swept when one of its workers
 takes it; the pull-time trim of ``run_duel.images`` bounds the pulled images of every host in between.
@@ -38,7 +43,8 @@ from django.conf import settings
 from core.actions.images import record_image_sizes
 from core.celery import app
 from core.models import Competitor, Duel, PlaySession, Revision, Tournament, TournamentParticipant
-from run_duel.images import AGENT_IMAGE_LABEL, ImageCache
+from run_duel.images import AGENT_IMAGE_LABEL, ImageCache, parse_digest_ref
+from run_duel.registry import RegistryConfig
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +68,7 @@ class Collection:
     budget_bytes: int = 0
     sizes_recorded: int = 0
     skipped_in_use: list[str] = field(default_factory=list)
+    deleted_from_registry: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -102,9 +109,10 @@ class ImageCollector:
     """One pass over this host's agent images (module docstring). ``cache`` gives the launch locks and
     last-use stamps of ``run_duel.images``; its engine client is the one used."""
 
-    def __init__(self, *, budget_bytes: int, cache: ImageCache) -> None:
+    def __init__(self, *, budget_bytes: int, cache: ImageCache, registry_delete: bool = False) -> None:
         self.budget_bytes = budget_bytes
         self.cache = cache
+        self.registry_delete = registry_delete
 
     @property
     def api(self) -> Any:
@@ -210,6 +218,8 @@ class ImageCollector:
                     result.freed_bytes += image.own
                     usage -= image.own
         result.kept_bytes = usage
+        if self.registry_delete and self.cache.registry is not None:
+            result.deleted_from_registry = delete_retired_from_registry(self.cache.registry, pinned | playing)
         if result.removed or result.evicted:
             log.info(
                 "image collector: removed %d retired and %d least recently used image(s), %d bytes freed, "
@@ -230,10 +240,58 @@ class ImageCollector:
         return result
 
 
-def collect_images(*, budget_bytes: int | None = None, cache: ImageCache | None = None) -> Collection:
+def delete_retired_from_registry(registry: RegistryConfig, keep: set[int]) -> list[str]:
+    """Delete from ``registry`` the manifests of revisions outside ``keep`` whose digest no revision of
+    ``keep`` shares; returns the references deleted (a manifest already gone counts as done)."""
+    prefix = registry.repository("") + "/"
+    kept_digests: set[str] = set()
+    retired: set[str] = set()
+    for pk, ref in Revision.objects.exclude(agent_ref="").values_list("pk", "agent_ref").iterator():
+        parsed = parse_digest_ref(ref)
+        if parsed is None or not parsed[0].startswith(prefix):
+            continue
+        if pk in keep:
+            kept_digests.add(parsed[1])
+        else:
+            retired.add(ref)
+    deleted: list[str] = []
+    for ref in sorted(retired):
+        repository, digest = parse_digest_ref(ref) or ("", "")
+        if digest in kept_digests:
+            continue
+        path = repository[len(registry.host) + 1 :]
+        try:
+            status = registry._request("DELETE", f"/v2/{path}/manifests/{digest}", timeout=10)
+        except (OSError, ValueError) as exc:
+            log.warning("image collector: the registry %s did not answer: %s", registry.base_url, exc)
+            break
+        if status in (200, 202):
+            deleted.append(ref)
+        elif status == 404:
+            continue  # deleted by an earlier pass
+        elif status == 405:
+            log.warning(
+                "image collector: the registry %s refuses deletes (enable storage.delete); "
+                "AGENT_REGISTRY_DELETE_RETIRED has no effect",
+                registry.base_url,
+            )
+            break
+        else:
+            log.warning("image collector: deleting %s from the registry answered HTTP %s", ref, status)
+    if deleted:
+        log.info("image collector: deleted %d retired image(s) from the registry", len(deleted))
+    return deleted
+
+
+def collect_images(
+    *, budget_bytes: int | None = None, cache: ImageCache | None = None, registry_delete: bool | None = None
+) -> Collection:
     """One collection pass on this host's engine with the configured budget (``AGENT_IMAGE_CACHE_BYTES``)."""
     budget = settings.AGENT_IMAGE_CACHE_BYTES if budget_bytes is None else budget_bytes
-    return ImageCollector(budget_bytes=budget, cache=cache or ImageCache.from_env()).run()
+    delete = settings.AGENT_REGISTRY_DELETE_RETIRED if registry_delete is None else registry_delete
+    return ImageCollector(
+        budget_bytes=budget, cache=cache or ImageCache.from_env(), registry_delete=delete
+    ).run()
 
 
 @app.task(name="duel_runner.collect_images", ignore_result=True)
@@ -248,6 +306,7 @@ def collect_images_task() -> dict[str, int]:
         "freed_bytes": done.freed_bytes,
         "kept_bytes": done.kept_bytes,
         "sizes_recorded": done.sizes_recorded,
+        "deleted_from_registry": len(done.deleted_from_registry),
     }
 
 

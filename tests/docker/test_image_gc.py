@@ -7,6 +7,7 @@ databases sharing the engine never name it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -140,3 +141,55 @@ def test_the_collector_is_a_periodic_task_of_the_worker() -> None:
     entry = app.conf.beat_schedule["duel-runner-collect-images"]
     assert entry["task"] == "duel_runner.collect_images"
     assert entry["schedule"] == settings.IMAGE_GC_INTERVAL_SECONDS
+
+
+def test_with_the_setting_retired_images_leave_the_registry_too(base_image, tmp_path: Path) -> None:
+    from registry_support import PrivateRegistry
+
+    from builder import build_submission
+    from run_duel.images import parse_digest_ref
+    from run_duel.registry import RegistryConfig
+    from run_duel.sandbox.docker_client import get_client
+
+    api = get_client().api
+    registry = PrivateRegistry(tmp_path / "registry").start()
+    config = RegistryConfig.parse(registry.address)
+    refs: list[str] = []
+    try:
+        for _ in range(2):
+            archive = tmp_path / f"{uuid.uuid4().hex}.zip"
+            with zipfile.ZipFile(archive, "w") as zf:
+                zf.writestr("player.py", f"# {uuid.uuid4().hex}\nclass Player:\n    pass\n")
+            result = build_submission(archive, backend="docker", work_dir=tmp_path, registry=config)
+            assert result.ok, result.error
+            refs.append(result.agent_ref)
+        retired, playing = refs
+        comp = Competitor.objects.create(
+            owner=factories.user(), environment=factories.environment("connect-four"), name="reg-bot"
+        )
+        _rev(comp, Revision.State.ELIGIBLE, retired)
+        _rev(comp, Revision.State.ELIGIBLE, playing)
+        _rev(comp, Revision.State.REJECTED, playing)  # retired, but its digest is the playing one's
+
+        def in_registry(ref: str) -> int:
+            repository, digest = parse_digest_ref(ref) or ("", "")
+            return registry.manifest(repository.split("/", 1)[1], digest)[0]
+
+        cache = ImageCache(registry=config, budget_bytes=0, lock_dir=tmp_path / "locks", client=get_client())
+        done = collect_images(budget_bytes=0, cache=cache, registry_delete=False)
+        assert done.removed == [retired] and done.deleted_from_registry == []
+        assert in_registry(retired) == 200  # off by default: other deployments may share the registry
+
+        done = collect_images(budget_bytes=0, cache=cache, registry_delete=True)
+        assert done.deleted_from_registry == [retired]
+        assert in_registry(retired) == 404
+        assert in_registry(playing) == 200
+        assert collect_images(budget_bytes=0, cache=cache, registry_delete=True).deleted_from_registry == []
+    finally:
+        registry.stop()
+        for ref in refs:
+            if _present(api, ref):
+                attrs = api.inspect_image(ref)
+                for name in [*(attrs.get("RepoTags") or []), *(attrs.get("RepoDigests") or [])]:
+                    with contextlib.suppress(Exception):
+                        api.remove_image(name, force=True)
