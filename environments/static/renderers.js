@@ -11,6 +11,9 @@
  *   first_player "PLAYER_1" | "PLAYER_2"  (who holds seat 0 in this match)
  *   size         width in CSS pixels of the drawing (default: fills the container, max 420px)
  *   onAction     function(action): when given and the game is running, legal moves become clickable
+ *   seat         0 | 1: the seat the viewer plays (live play). Card games draw what that seat may see (the
+ *                state is already redacted by the server); on a simultaneous turn (Goofspiel) the moves
+ *                offered are that seat's, and Leduc Hold'em offers its buttons on that seat's turn only
  *
  * This file only adds RLArenaRender(container, slug, state, options), which falls back to a JSON dump
  * when no renderer is registered for the slug or the renderer throws.

@@ -1,7 +1,7 @@
 /*
  * Runs a game's renderer in Node against a tiny DOM stand-in, for tests/environments/test_renderers.py.
  *
- * usage: node renderer_harness.js <bootstrap renderers.js> <renderer.js> <slug> <states.json>
+ * usage: node renderer_harness.js <bootstrap renderers.js> <renderer.js> <slug> <states.json> [options JSON]
  * prints JSON: one report per state {markup, markup_again, state_unchanged, classes, actions}
  * where `actions` is every action emitted through options.onAction by clicking any clickable element,
  * then any clickable element again (covers two-step choices such as Quarto's cell then piece).
@@ -45,7 +45,7 @@ class Node {
   all() { return [this].concat(...this.children.map((c) => c.all())); }
 }
 
-const [bootstrap, rendererPath, slug, statesPath] = process.argv.slice(2);
+const [bootstrap, rendererPath, slug, statesPath, extraOptions] = process.argv.slice(2);
 const sandbox = {
   console,
   document: {
@@ -63,7 +63,7 @@ if (typeof render !== "function") throw new Error(`renderer.js did not register 
 const states = JSON.parse(fs.readFileSync(statesPath, "utf8"));
 const reports = states.map((state) => {
   const before = JSON.stringify(state);
-  const options = { players: ["alice", "bob"], first_player: "PLAYER_1" };
+  const options = { players: ["alice", "bob"], first_player: "PLAYER_1", ...JSON.parse(extraOptions || "{}") };
   const container = new Node("div");
   container.appendChild(new Node("old-content"));
   render(container, state, options);

@@ -47,28 +47,30 @@ def states_to_draw(slug: str) -> list[dict]:
     return sample + longest + redacted
 
 
+def run_harness(slug: str, states: list[dict], folder: Path, options: dict | None = None) -> list[dict]:
+    """The harness's report on each of ``states`` drawn with ``options`` added."""
+    path = folder / f"{slug}.json"
+    path.write_text(json.dumps(states), encoding="utf-8")
+    command = [
+        NODE,
+        str(HARNESS),
+        str(ENVIRONMENTS_DIR / "static" / "renderers.js"),
+        str(static_dir(slug) / "renderer.js"),
+        slug,
+        str(path),
+    ]
+    if options:
+        command.append(json.dumps(options))
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
 @pytest.fixture(scope="module", params=BOARD_GAMES)
 def drawn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     slug = request.param
     states = states_to_draw(slug)
-    path = tmp_path_factory.mktemp("render") / f"{slug}.json"
-    path.write_text(json.dumps(states), encoding="utf-8")
-    result = subprocess.run(
-        [
-            NODE,
-            str(HARNESS),
-            str(ENVIRONMENTS_DIR / "static" / "renderers.js"),
-            str(static_dir(slug) / "renderer.js"),
-            slug,
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return slug, states, json.loads(result.stdout)
+    return slug, states, run_harness(slug, states, tmp_path_factory.mktemp("render"))
 
 
 def test_drawing_replaces_the_container_content(drawn):
@@ -104,3 +106,16 @@ def test_clickable_moves_are_exactly_the_legal_actions(drawn):
     game = get_game(slug)
     for state, report in zip(states, reports, strict=True):
         assert report["actions"] == game.legal_actions(state)
+
+
+@pytest.mark.parametrize("slug", [s for s in BOARD_GAMES if get_game(s).hidden_information])
+def test_a_seat_is_offered_its_own_moves_on_the_view_it_is_sent(slug, tmp_path):
+    """Live play draws ``redact(state, seat)`` with ``options.seat``: the clickable moves are exactly that
+    seat's legal moves (a simultaneous Goofspiel turn included), none when it is not its turn."""
+    game = get_game(slug)
+    states = [s for s in random_playout(slug, 3) if not game.is_over(s)]
+    for seat in (0, 1):
+        views = [game.redact(state, seat) for state in states]
+        reports = run_harness(slug, views, tmp_path, {"seat": seat})
+        for state, report in zip(states, reports, strict=True):
+            assert report["actions"] == game.legal_actions_for(state, seat)

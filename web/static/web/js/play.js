@@ -46,7 +46,8 @@
   Play.prototype.draw = function () {
     var d = this.data;
     var self = this;
-    var options = { players: d.players, first_player: d.first_player };
+    // seat: the person's seat (simultaneous turns offer its cards; card games show its hand face up).
+    var options = { players: d.players, first_player: d.first_player, seat: d.human_seat };
     if (d.your_turn && !this.sending) options.onAction = function (a) { self.move(a); };
     var render = (window.RLArenaRenderers || {})[this.slug];
     if (typeof render === "function") render(this.board, d.state, options);
