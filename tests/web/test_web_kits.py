@@ -18,7 +18,7 @@ from tests.web import factories
 pytestmark = pytest.mark.django_db
 
 REPO = Path(__file__).resolve().parents[2]
-GAMES = ["connect-four", "quarto", "tic-tac-toe"]
+GAMES = ["connect-four", "goofspiel", "leduc-holdem", "quarto", "tic-tac-toe"]
 
 
 @pytest.fixture
