@@ -34,7 +34,9 @@ def _build(build: Build, claim: Claim) -> dict[str, Any]:
     if not result.ok and result.error_kind == "INFRA":
         raise InfrastructureError(result.error or "build infrastructure error")
     outcome = asdict(result)
-    return {k: outcome[k] for k in ("ok", "agent_ref", "log", "error", "duration_s")}
+    stored = {k: outcome[k] for k in ("ok", "agent_ref", "log", "error", "duration_s", "language")}
+    stored["packages"] = [list(p) for p in result.packages]  # JSON-able: the job runner may spool it
+    return stored
 
 
 def _record(claim: Claim, outcome: dict[str, Any]) -> bool:

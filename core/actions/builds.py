@@ -35,9 +35,12 @@ def finish_build(
     log: str = "",
     error: str = "",
     duration_s: float | None = None,
+    language: str = "",
+    packages: list | tuple = (),
 ) -> bool:
-    """Store a build's outcome (the submission's success or fault). On success the revision is BUILT and
-    its smoke test is queued; on failure it is BUILD_FAILED with ``error`` for its owner. Returns
+    """Store a build's outcome (the submission's success or fault). On success the revision is BUILT, with
+    its ``language`` and installed ``packages`` ([name, version] pairs), and its smoke test is queued; on
+    failure it is BUILD_FAILED with ``error`` for its owner. Returns
     ``False`` (and changes nothing) if the build already has an outcome or ``claim`` lost it to another
     worker (fencing)."""
     with transaction.atomic():
@@ -67,14 +70,28 @@ def finish_build(
         if revision.state not in (Revision.State.UPLOADED, Revision.State.BUILDING):
             if ok and revision.state in _REBUILT_IN_PLACE:  # a rebuild of a lost image: same zip, same code
                 revision.agent_ref = agent_ref
-                revision.save(update_fields=["agent_ref", "updated_at"])
+                revision.language = language
+                revision.packages = [list(p) for p in packages]
+                revision.save(update_fields=["agent_ref", "language", "packages", "updated_at"])
             return True  # e.g. rejected meanwhile: keep the build record, leave the revision alone
         if ok:
             revision.state = Revision.State.BUILT
             revision.agent_ref = agent_ref
             revision.built_at = now
             revision.error_message = ""
-            revision.save(update_fields=["state", "agent_ref", "built_at", "error_message", "updated_at"])
+            revision.language = language
+            revision.packages = [list(p) for p in packages]
+            revision.save(
+                update_fields=[
+                    "state",
+                    "agent_ref",
+                    "built_at",
+                    "error_message",
+                    "language",
+                    "packages",
+                    "updated_at",
+                ]
+            )
             smoke = SmokeTest.objects.create(revision=revision, enqueued_at=now)
             enqueue_on_commit(SmokeTest.task_name, smoke.pk)
         else:

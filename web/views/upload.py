@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from builder.languages import describe, detect_in_zip
 from core import actions
 from core.models import Competitor, Environment
 from web import ratelimit
@@ -44,8 +45,11 @@ def upload(request: HttpRequest) -> HttpResponse:
             except actions.SubmissionError as exc:
                 form.add_error("file", _sentence(str(exc)))
             else:
+                language = detect_in_zip(data["file"])
+                detected = f" Detected: {describe(language)}." if language else ""
                 messages.success(
-                    request, f"Uploaded {revision.competitor.name} v{revision.version}. Building it now."
+                    request,
+                    f"Uploaded {revision.competitor.name} v{revision.version}.{detected} Building it now.",
                 )
                 return redirect("web:revision", pk=revision.pk)
         if form.errors and status == 200:
