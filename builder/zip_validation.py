@@ -6,8 +6,9 @@ size of the upload; then, streaming the central directory before any list of ent
 and compression ratio; then total *actual* decompressed bytes (zip bombs),
 absolute paths, ``..``, backslashes and control characters in names, symlinks, device files, encrypted
 entries, unsupported compression, duplicate names, a file that is also used as a folder, and the presence
-of ``player.py`` (or, for Kaggle-style agents, ``main.py``) — at the top level, or inside one single
-top-level folder (then that folder is stripped: ``my_bot/player.py`` becomes ``player.py``).
+of an entry file (``builder.languages``: ``player.py``, a Kaggle-style ``main.py``, ``main.cpp`` or
+``main.js``) — at the top level, or inside one single top-level folder (then that folder is stripped:
+``my_bot/player.py`` becomes ``player.py``).
 ``__MACOSX/`` and ``.DS_Store`` entries are ignored.
 
 The result, ``ValidatedZip``, lists the entries to extract with their normalised names and a content hash
@@ -23,15 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from builder.languages import ENTRY_FILES as LANGUAGE_ENTRY_FILES
 from builder.zip_directory import DirectoryError, DirectoryLimits, scan_directory
-from run_duel.sandbox.base import AGENT_ENTRY_FILES
 
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 _CHUNK = 1 << 16
 _IGNORED_PREFIXES = ("__MACOSX/",)
 _IGNORED_BASENAMES = {".DS_Store", "Thumbs.db"}
-#: The file the harness imports: ``player.py`` (class Player), else ``main.py`` (Kaggle ``agent``).
-ENTRY_FILES = AGENT_ENTRY_FILES
+#: The entry files that declare an agent's language (``builder.languages``): ``player.py`` (class Player),
+#: ``main.py`` (Kaggle ``agent``), ``main.cpp`` (C++), ``main.js`` (JavaScript).
+ENTRY_FILES = LANGUAGE_ENTRY_FILES
 
 
 class ValidationError(ValueError):
@@ -136,7 +138,7 @@ def _check_type(info: zipfile.ZipInfo) -> None:
 
 
 def _strip_top_folder(files: dict[str, list[str]], dirs: set[str]) -> str:
-    """Decide where the entry file (player.py, else a Kaggle main.py) is; return the prefix to strip."""
+    """Decide where the entry file (``ENTRY_FILES``) is; return the prefix to strip."""
     if any(entry in files for entry in ENTRY_FILES):
         return ""
     tops = {parts[0] for parts in files.values()} | {d.split("/", 1)[0] for d in dirs}
@@ -147,7 +149,8 @@ def _strip_top_folder(files: dict[str, list[str]], dirs: set[str]) -> str:
     raise ValidationError(
         "player.py is missing: the zip must contain player.py at its top level "
         "(or inside one single top-level folder); a Kaggle-style main.py defining "
-        "agent(observation, configuration) is accepted instead for Connect Four and Tic-tac-toe"
+        "agent(observation, configuration) is accepted instead for Connect Four and Tic-tac-toe, "
+        "main.cpp for a C++ agent and main.js for a JavaScript one"
     )
 
 

@@ -248,3 +248,22 @@ def test_build_submission_reports_a_bad_zip_without_raising(tmp_path: Path) -> N
     assert result.error_kind == "INVALID_SUBMISSION"
     assert result.error.startswith("player.py is missing")
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("entry", ["main.cpp", "main.js"])
+def test_a_cpp_or_javascript_entry_file_is_an_agent_too(entry: str, tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "upload.zip", [(f"bot/{entry}", b"// agent\n"), ("bot/util.txt", b"x")])
+    validated = validate_zip(archive)
+    assert [e.path for e in validated.entries] == [entry, "util.txt"]
+    assert validated.stripped_prefix == "bot/"
+    first = build_submission(archive, backend="local", work_dir=tmp_path / "work")
+    again = build_submission(archive, backend="local", work_dir=tmp_path / "work")
+    assert first.ok and again.ok and again.cached and again.agent_ref == first.agent_ref
+
+
+def test_the_missing_entry_message_names_every_language(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "upload.zip", [("bot.rs", b"fn main() {}")])
+    with pytest.raises(ValidationError) as refused:
+        validate_zip(archive)
+    message = str(refused.value)
+    assert all(name in message for name in ("player.py", "main.py", "main.cpp", "main.js")), message
