@@ -16,7 +16,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from builder.zip_validation import ENTRY_FILES, ValidatedZip, ValidationError, read_member_capped
+from builder.zip_validation import ValidatedZip, ValidationError, read_member_capped
+from run_duel.sandbox.base import has_agent_entry
 
 _FILE_FLAGS = (
     os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -65,21 +66,16 @@ def extract_zip(validated: ValidatedZip, dest: Path) -> Path:
     return dest
 
 
-def _has_entry(folder: Path) -> bool:
-    """Whether ``folder`` holds a complete extraction (its entry file: any language's)."""
-    return any((folder / name).is_file() for name in ENTRY_FILES)
-
-
 def extract_cached(validated: ValidatedZip, cache_root: Path) -> tuple[Path, bool]:
     """Extract into ``cache_root/<content_hash>`` unless it is already there; return (path, reused)."""
     dest = Path(cache_root) / validated.content_hash
-    if _has_entry(dest):
+    if has_agent_entry(dest):
         return dest, True
     try:
         return extract_zip(validated, dest), False
     except FileExistsError:
         # Another builder extracted the same content at the same time, or a broken leftover is there.
-        if _has_entry(dest):
+        if has_agent_entry(dest):
             return dest, True
         with contextlib.suppress(OSError):
             shutil.rmtree(dest)
