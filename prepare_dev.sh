@@ -15,7 +15,8 @@
 # $DATA_DIR/db.sqlite3 and the Kombu filesystem broker in $DATA_DIR/broker. The sandbox: when SANDBOX is
 # empty (as in example.env) and a Docker engine answers, the DOCKER sandbox (the agent base image is built
 # once by scripts/build_base_image.sh, about a minute, then cached); otherwise the LOCAL sandbox (agents
-# are subprocesses with resource limits, inside bubblewrap when installed: weaker isolation than Docker).
+# are subprocesses with resource limits inside bubblewrap, installed when missing: weaker isolation than
+# Docker; without bubblewrap only with SANDBOX_ALLOW_UNISOLATED=1).
 # SANDBOX=local or SANDBOX=docker in .env (or the environment) decides instead. With the Docker sandbox,
 # agent images go through a registry: AGENT_REGISTRY if set, else one on 127.0.0.1:5000 started by
 # scripts/ensure_registry.sh (storage under $DATA_DIR/registry).
@@ -230,6 +231,31 @@ choose_sandbox() {
     export SANDBOX="$chosen"
 }
 
+# The local sandbox isolates agents with bubblewrap: install it when missing (apt-get, as root or with sudo).
+# When it cannot be installed, the worker would refuse to start agents; SANDBOX_ALLOW_UNISOLATED=1 (in the
+# environment or $ENV_FILE) runs them as plain subprocesses instead (trusted code only: they can read this
+# machine's secrets), with a warning at every duel.
+ensure_local_isolation() {
+    [ "$SANDBOX" = local ] || return 0
+    command -v bwrap >/dev/null 2>&1 && return 0
+    log "bubblewrap (bwrap) is missing: installing it"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo -n"
+    if command -v apt-get >/dev/null 2>&1; then
+        $sudo apt-get install -y bubblewrap >/dev/null 2>&1 \
+            || { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y bubblewrap >/dev/null 2>&1; } || true
+    fi
+    command -v bwrap >/dev/null 2>&1 && { log "bubblewrap installed"; return 0; }
+    case "$(setting SANDBOX_ALLOW_UNISOLATED)" in
+    1 | on | true | yes)
+        log "WARNING: no bubblewrap; SANDBOX_ALLOW_UNISOLATED=1: agents run UNISOLATED (they can read this machine's secrets)"
+        ;;
+    *)
+        die "bubblewrap could not be installed (apt-get install bubblewrap as root), and the local sandbox will not run uploaded agents without it: install it, start a Docker engine (the docker sandbox is then chosen), or set SANDBOX_ALLOW_UNISOLATED=1 for trusted agents only"
+        ;;
+    esac
+}
+
 # With the Docker sandbox, agent images go through a registry, as on a fleet: AGENT_REGISTRY from the
 # environment or $ENV_FILE when set ("none": images stay in this engine), else this machine's registry on
 # $REGISTRY_ADDR (default 127.0.0.1:5000), started by scripts/ensure_registry.sh with its storage under
@@ -255,6 +281,7 @@ choose_registry() {
 start() {
     stop_all
     choose_sandbox
+    ensure_local_isolation
     choose_registry
     local web_cmd
     case "$WEB_SERVER" in

@@ -6,16 +6,21 @@ Isolation, strongest first:
   mount namespaces (``--unshare-all``: no network at all), mapped to uid/gid 65534, a fresh root holding
   only read-only binds of ``/usr``, the library folders, a few files of ``/etc`` and the Python
   installation; the agent folder read-only at ``/agent``; a size-capped tmpfs at ``/tmp``; minimal
-  ``/proc`` and ``/dev``. The process dies with the referee (``--die-with-parent``).
+  ``/proc`` and ``/dev``; a seccomp filter refusing the system calls Docker's default profile refuses
+  (``sandbox/seccomp.py``: keyrings, bpf, perf events, io_uring, mounts, namespaces, ...). The process
+  dies with the referee (``--die-with-parent``).
 * **plain subprocess** (no ``bwrap``): the agent folder is *copied* into a fresh temporary folder that
   becomes its cwd and HOME. It can read anything the referee's user can read and use the network. This
-  is much weaker than Docker and is only meant for trusted code (your own agents, tests).
+  is much weaker than Docker and is only meant for trusted code (your own agents, tests): when ``bwrap``
+  is missing the sandbox refuses to start unless ``SANDBOX_ALLOW_UNISOLATED=1`` (or the caller chose it
+  with ``use_bwrap=False``), and it logs a warning every time it is created.
 
 Both get rlimits (address space, CPU seconds, file size, open files, no core dumps, processes), a new
 session (process group) that ``kill`` SIGKILLs as a whole, an environment built from scratch (nothing of
 the referee's environment leaks in), and, when the cgroup v1 ``pids`` controller is writable (we run as
 root, where ``RLIMIT_NPROC`` does not bind), a pids cgroup that caps forks and lets ``kill`` find every
-descendant. ``Limits.cpus`` is not enforced locally.
+descendant. ``Limits.cpus`` is not enforced locally. Each agent's cgroups (``_SeatCgroup``) also carry
+its memory limit (the kernel's OOM accounting, as in Docker) and its freezer (``freeze``/``thaw``).
 
 The agent is killed when the referee dies (``--die-with-parent`` / ``PR_SET_PDEATHSIG``); Linux ties that
 to the *thread* that launched it, so launch agents from the thread that plays the duel (``play_duel``
@@ -42,7 +47,7 @@ import uuid
 from pathlib import Path
 
 from run_duel.channel import Channel
-from run_duel.sandbox import cgroups
+from run_duel.sandbox import cgroups, seccomp
 from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)
@@ -70,7 +75,15 @@ SANDBOX_TMP = "/tmp"  # noqa: S108
 #: mount points of an interpreter that lives under the host's /tmp).
 SANDBOX_HOME = f"{SANDBOX_TMP}/home"
 
-_warned_no_bwrap = False
+#: The setting that allows running agents without bubblewrap (as plain subprocesses) when ``bwrap`` is
+#: missing: without it the local sandbox refuses to start rather than fall back silently.
+ALLOW_UNISOLATED_ENV = "SANDBOX_ALLOW_UNISOLATED"
+_TRUE = {"1", "on", "true", "yes"}
+
+
+def unisolated_allowed() -> bool:
+    """Whether ``$SANDBOX_ALLOW_UNISOLATED`` allows plain subprocesses (default: no)."""
+    return os.environ.get(ALLOW_UNISOLATED_ENV, "").strip().lower() in _TRUE
 
 
 def bwrap_path() -> str | None:
@@ -469,14 +482,28 @@ class LocalSandbox(Sandbox):
         use_bwrap: bool | None = None,
         use_cgroup: bool = True,
         address_space_slack_mb: int = ADDRESS_SPACE_SLACK_MB,
+        allow_unisolated: bool | None = None,
     ) -> None:
-        """``use_bwrap=None`` means "if installed"; ``True`` requires it; ``False`` never uses it."""
+        """``use_bwrap=None`` means "if installed"; ``True`` requires it; ``False`` never uses it (the
+        caller's explicit choice of plain subprocesses, e.g. ``--no-bwrap``). When ``bwrap`` is missing
+        with ``use_bwrap=None``, plain subprocesses need ``allow_unisolated`` (default
+        ``$SANDBOX_ALLOW_UNISOLATED``), else ``SandboxError``. Without bubblewrap every sandbox logs a
+        warning when it is created (each duel, each live game)."""
         self.python = python or sys.executable
         found = bwrap_path()
         if use_bwrap and not found:
             raise SandboxError(
                 "bubblewrap requested but `bwrap` is not installed (apt-get install bubblewrap)"
             )
+        if use_bwrap is None and not found:
+            allowed = unisolated_allowed() if allow_unisolated is None else allow_unisolated
+            if not allowed:
+                raise SandboxError(
+                    "bubblewrap is not installed, and without it uploaded agents would run as plain "
+                    "subprocesses that can read this machine's secrets and use its network: install it "
+                    f"(apt-get install bubblewrap), use the Docker sandbox, or set {ALLOW_UNISOLATED_ENV}=1 "
+                    "to run trusted agents unisolated"
+                )
         self.bwrap = found if use_bwrap is not False else None
         self.use_cgroup = use_cgroup
         if use_cgroup:
@@ -485,19 +512,16 @@ class LocalSandbox(Sandbox):
         if self.bwrap:
             self.isolation = (
                 "local subprocess inside bubblewrap: no network, unprivileged uid in a user namespace, "
-                "read-only system and agent folder, rlimits; weaker than Docker (shares the kernel and "
-                "has no CPU quota)"
+                "read-only system and agent folder, a seccomp filter refusing what Docker's default "
+                "profile refuses, rlimits and per-agent cgroups; weaker than Docker (no CPU quota)"
             )
         else:
             self.isolation = (
                 "local subprocess WITHOUT bubblewrap: rlimits only; the agent can read the referee's files "
                 "and use the network; much weaker than Docker, for trusted code only"
             )
-            global _warned_no_bwrap
-            if not _warned_no_bwrap:
-                _warned_no_bwrap = True
-                why = "disabled" if found else "not installed (apt-get install bubblewrap)"
-                log.warning("bubblewrap %s: %s", why, self.isolation)
+            why = "disabled" if found else f"not installed, {ALLOW_UNISOLATED_ENV}=1"
+            log.warning("UNISOLATED AGENTS (bubblewrap %s): %s", why, self.isolation)
 
     # -- command line --------------------------------------------------------------------------------
 
@@ -514,7 +538,7 @@ class LocalSandbox(Sandbox):
         # Drop roots nested in another root.
         return [r for r in keep if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in keep)]
 
-    def _bwrap_command(self, agent_dir: str, limits: Limits) -> list[str]:
+    def _bwrap_command(self, agent_dir: str, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
         cmd = [self.bwrap or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
         if _bwrap_supports(cmd[0], "--disable-userns"):
             cmd += ["--disable-userns"]  # no nested user namespaces: no caps, no chroot, no mounts inside
@@ -538,6 +562,8 @@ class LocalSandbox(Sandbox):
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         # /dev/shm would otherwise be an unbounded tmpfs
         cmd += ["--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108
+        if seccomp_fd is not None:
+            cmd += ["--seccomp", str(seccomp_fd)]  # Docker's default refusals (sandbox/seccomp.py)
         cmd += ["--remount-ro", "/", "--chdir", "/agent", "--"]
         cmd += [self.python, "-B", "-s", "/arena/arena_harness.py", "--agent-dir", "/agent"]
         return cmd
@@ -601,9 +627,14 @@ class LocalSandbox(Sandbox):
         workdir = None if self.bwrap else tempfile.mkdtemp(prefix="arena-local-")
         cgroup = _SeatCgroup.create(limits) if self.use_cgroup else None
         fds: list[int] = []
+        pass_fds: tuple[int, ...] = ()
         try:
             if workdir is None:
-                cmd = self._bwrap_command(str(agent_dir), limits)
+                seccomp_fd = seccomp.program_fd()
+                if seccomp_fd is not None:
+                    fds.append(seccomp_fd)
+                    pass_fds = (seccomp_fd,)
+                cmd = self._bwrap_command(str(agent_dir), limits, seccomp_fd)
                 env = self._environment(SANDBOX_HOME, SANDBOX_TMP, spec.env)
                 cwd = "/"
             else:
@@ -617,7 +648,7 @@ class LocalSandbox(Sandbox):
             to_child_r, to_child_w = os.pipe2(os.O_CLOEXEC)
             from_child_r, from_child_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
-            fds = [to_child_r, to_child_w, from_child_r, from_child_w, err_r, err_w]
+            fds += [to_child_r, to_child_w, from_child_r, from_child_w, err_r, err_w]
             proc = subprocess.Popen(
                 cmd,
                 stdin=to_child_r,
@@ -627,6 +658,7 @@ class LocalSandbox(Sandbox):
                 env=env,
                 start_new_session=True,
                 preexec_fn=self._preexec(limits, cgroup),
+                pass_fds=pass_fds,
             )
         except (OSError, subprocess.SubprocessError, shutil.Error) as exc:
             for fd in fds:
@@ -637,7 +669,7 @@ class LocalSandbox(Sandbox):
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
             raise SandboxError(f"could not start the local agent process: {exc}") from exc
-        for fd in (to_child_r, from_child_w, err_w):
+        for fd in (to_child_r, from_child_w, err_w, *pass_fds):
             os.close(fd)
         stderr = _TailReader(err_r, limits.log_bytes)
         stderr.start()
