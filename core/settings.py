@@ -261,6 +261,9 @@ MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 3, minimum=1)  # infrastructure failures 
 # Infrastructure failures re-queue a job after RETRY_BACKOFF_SECONDS x 2^(n-1) (jittered, capped).
 RETRY_BACKOFF_SECONDS = env_float("RETRY_BACKOFF_SECONDS", 5.0, minimum=0.0)
 RETRY_BACKOFF_MAX_SECONDS = env_float("RETRY_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+# Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
+# True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
+SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
 # A job FAILED by infrastructure faults is retried automatically after FAILED_RETRY_SECONDS x 2^round,
 # at most FAILED_RETRY_ROUNDS times (0: only operators re-queue failed jobs).
 FAILED_RETRY_SECONDS = env_float("FAILED_RETRY_SECONDS", 600.0, minimum=1.0)
