@@ -256,6 +256,7 @@ class DockerAgentProcess(AgentProcess):
         the container's freezer file directly (µs, where the engine's pause takes milliseconds) and
         ``memory_exhausted`` reads its memory cgroup."""
         dirs = cgroups.cgroup_dirs_of(harness_pid) if harness_pid > 0 else {}
+        dirs = dirs or cgroups.container_dirs(self.container_id)  # by id (``$AGENT_CGROUP_ROOT``)
         self._freezer = cgroups.Freezer.for_dirs(dirs)
         self._memory = cgroups.MemoryWatch.for_dirs(dirs)
 
@@ -413,31 +414,15 @@ class WarmAgentProcess(DockerAgentProcess):
         self.container = container
         self._pool = pool
         self._stderr = stderr
-        self._memory_base = (0, 0)
 
     def attach_warm(self, factory_pid: int, freezer: cgroups.Freezer | None) -> None:
-        """The container's memory cgroup (counters from now on: the container served earlier duels) and
-        the freezer of the agent's own sub-cgroup (``_agent_freezer``): freezing the seat freezes the
-        agent's processes, never the factory."""
+        """The container's memory cgroup and the freezer of the agent's own sub-cgroup
+        (``_agent_freezer``): freezing the seat freezes the agent's processes, never the factory. The
+        memory counters are this duel's: a container is only reused when memory never ran out in it
+        (``kill``), so they are zero at every spawn."""
         dirs = cgroups.cgroup_dirs_of(factory_pid) if factory_pid > 0 else {}
         self._memory = cgroups.MemoryWatch.for_dirs(dirs)
         self._freezer = freezer
-        if self._memory is not None:
-            self._memory_base = (self._memory.oom_kills(), self._memory.limit_hits())
-
-    def memory_exhausted(self) -> str:
-        """OOM kills or memory limit hits in this duel (the container's counters minus the earlier duels')."""
-        if self._memory is None:
-            info = self._exit
-            return (
-                "the kernel OOM-killed one of its processes" if info is not None and info.oom_killed else ""
-            )
-        kills = self._memory.oom_kills() - self._memory_base[0]
-        if kills:
-            return f"the kernel killed {kills} of its processes for exceeding the memory limit"
-        if self._memory.limit_hits() > self._memory_base[1]:
-            return "its memory use reached the limit"
-        return ""
 
     def poll_exit(self) -> ExitInfo | None:
         """The agent process's exit (from the factory); the container's when the factory is gone."""
@@ -856,9 +841,18 @@ class DockerSandbox(Sandbox):
         return container_id, conn
 
     def launch_many(self, specs: list[LaunchSpec]) -> list[DockerAgentProcess]:
-        """Launch several agents concurrently (container start-up dominates a launch); all or nothing."""
-        if len(specs) <= 1:
-            return [self.launch(spec) for spec in specs]
+        """Launch several agents concurrently (container start-up dominates a launch); all or nothing.
+        When every seat has an idle warm container, one after the other (a fork takes milliseconds)."""
+        if len(specs) <= 1 or (self.pool is not None and self.pool.can_serve([warm_key(s) for s in specs])):
+            launched: list[DockerAgentProcess] = []
+            try:
+                for spec in specs:
+                    launched.append(self.launch(spec))
+            except BaseException:
+                for proc in launched:
+                    proc.kill()
+                raise
+            return launched
         with ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="docker-launch") as pool:
             futures = [pool.submit(self.launch, spec) for spec in specs]
             wait(futures)

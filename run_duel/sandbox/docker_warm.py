@@ -209,6 +209,16 @@ class WarmPool:
         self._remove(container.container_id)
         shutil.rmtree(container.socket_dir, ignore_errors=True)
 
+    def can_serve(self, keys: list[WarmKey]) -> bool:
+        """Whether an idle container is there for each of ``keys`` (a key twice needs two)."""
+        with self._lock:
+            available = [container.key for container in self._idle]
+        for key in keys:
+            if key not in available:
+                return False
+            available.remove(key)
+        return True
+
     def idle(self) -> list[WarmContainer]:
         with self._lock:
             return list(self._idle)
