@@ -37,6 +37,8 @@ PLAYER = "class Player:\n    def __init__(self, train_mode=False):\n        pass
             "bot/",
             "Detected: Python agent (main.py",
         ),
+        ({"main.cpp": '#include "arena.hpp"\n'}, "", "Detected: C++ agent (main.cpp"),
+        ({"main.js": "module.exports = class {};\n"}, "my-bot/", "Detected: JavaScript agent (main.js"),
     ],
 )
 def test_the_upload_page_says_which_language_it_detected(alice_client, env, files, top, detected):
