@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from core.client_address import parse_proxies
 from core.config import (
     DatabaseUrl,
     env_bool,
@@ -207,7 +208,16 @@ CACHES = {
     if env_str("REDIS_URL", "")
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
-RL_ARENA_TRUST_PROXY = env_bool("BEHIND_TLS_PROXY", False)  # take the client address from X-Forwarded-For
+# Proxies (addresses or CIDR networks) whose X-Forwarded-For is believed (core/client_address.py): the client
+# is the first address, read from the right, that is not one of them. Empty: REMOTE_ADDR, headers ignored.
+try:
+    RL_ARENA_TRUSTED_PROXIES = parse_proxies(env_list("TRUSTED_PROXIES", []))
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {_exc}") from None
+# Logins (core/actions/login_throttle.py): wrong passwords one address may try on one account before each
+# further one doubles its wait, and the longest wait. Per-address and per-account limits: RATE_LIMITS.
+LOGIN_FREE_FAILURES = env_int("LOGIN_FREE_FAILURES", 5, minimum=1)
+LOGIN_BACKOFF_MAX_SECONDS = env_int("LOGIN_BACKOFF_MAX_SECONDS", 900, minimum=1)
 # Public pages (web/page_cache.py): how long browsers and nginx may reuse an anonymous response, and how long
 # a cached page may show content that changed without a rating change (rating changes show at once).
 WEB_PUBLIC_MAX_AGE = env_int("WEB_PUBLIC_MAX_AGE", 5, minimum=0, maximum=3600)

@@ -6,7 +6,10 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.static import serve
 
-urlpatterns = [path("admin/", admin.site.urls)]
+from core.admin_login import admin_login
+
+# The admin's login is throttled like the site's (core/admin_login.py): it comes before the admin's own.
+urlpatterns = [path("admin/login/", admin_login, name="admin-login"), path("admin/", admin.site.urls)]
 
 if apps.is_installed("web"):
     urlpatterns.append(path("", include("web.urls")))

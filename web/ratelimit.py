@@ -1,4 +1,8 @@
-"""A small fixed-window rate limiter on Django's cache (shared by all workers when the cache is Redis)."""
+"""A small fixed-window rate limiter on Django's cache (shared by all workers when the cache is Redis).
+
+Logins are throttled by ``core.actions.login_throttle`` (backoff per account and address, never a lock);
+this module limits sign-ups, password resets and uploads.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 
-#: Default limits; ``RATE_LIMITS=login=10/300,...`` overrides them per scope (``RL_ARENA_RATE_LIMITS``).
+from core.client_address import client_address
+
+#: Default limits; ``RATE_LIMITS=signup=5/3600,...`` overrides them per scope (``RL_ARENA_RATE_LIMITS``).
 DEFAULT_LIMITS: dict[str, tuple[int, int]] = {
-    "login": (10, 300),  # 10 attempts per 5 minutes per client address and per account
     "signup": (5, 3600),
     "password_reset": (5, 3600),
     "upload": (20, 3600),  # 20 uploads per hour per user
@@ -19,12 +24,8 @@ DEFAULT_LIMITS: dict[str, tuple[int, int]] = {
 
 
 def client_ip(request: HttpRequest) -> str:
-    """The client address; trusts ``X-Forwarded-For`` only when ``settings.RL_ARENA_TRUST_PROXY`` is set."""
-    if getattr(settings, "RL_ARENA_TRUST_PROXY", False):
-        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-        if forwarded:
-            return forwarded.split(",")[0].strip()
-    return request.META.get("REMOTE_ADDR", "") or "unknown"
+    """The client address: ``X-Forwarded-For`` counts only from ``TRUSTED_PROXIES`` (core.client_address)."""
+    return client_address(request)
 
 
 def limits(scope: str) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import actions
+from core.actions.login_throttle import check_login, login_failed, login_succeeded
 from core.models import Competitor, Duel, Environment, Match, Revision
 from web import account_actions, queries, ratelimit
 from web.api import serializers as s
@@ -376,9 +377,13 @@ class ObtainToken(APIView):
         form = s.TokenRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         email = form.validated_data["email"].lower()
-        if not ratelimit.allow("login", ratelimit.client_ip(request), f"account:{email}"):
-            raise Throttled(detail="Too many attempts; wait a few minutes.")
+        address = ratelimit.client_ip(request)
+        verdict = check_login(email, address)
+        if not verdict.allowed:
+            raise Throttled(wait=verdict.retry_after, detail=f"Too many attempts ({verdict.reason}).")
         user = authenticate(request, username=email, password=form.validated_data["password"])
         if user is None or not user.is_active:
+            login_failed(email, address)
             return Response({"detail": "Wrong e-mail or password."}, status=status.HTTP_400_BAD_REQUEST)
+        login_succeeded(email, address)
         return Response({"token": account_actions.issue_api_token(user)})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -11,11 +13,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.actions.login_throttle import check_login, login_failed, login_succeeded
 from web import account_actions as actions
 from web import ratelimit
 from web.forms import LoginForm, ProfileForm, SignupForm
 
 TOO_MANY = "Too many attempts. Please wait a few minutes and try again."
+TOO_MANY_LOGINS = "Too many attempts: wait a little and try again"
 
 
 @require_http_methods(["GET", "POST"])
@@ -43,21 +47,38 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 
 class RateLimitedLoginView(auth_views.LoginView):
-    """Django's login view, refusing more than a few attempts per address and per account."""
+    """Django's login view, throttled by ``core.actions.login_throttle``: backoff per (account, address)
+    and limits per address, so wrong passwords from elsewhere never lock the account's owner out."""
 
     template_name = "web/accounts/login.html"
     authentication_form = LoginForm
     redirect_authenticated_user = True
 
+    def _attempt(self) -> tuple[str, str]:
+        email = (self.request.POST.get("username") or "").strip().lower()
+        return email, ratelimit.client_ip(self.request)
+
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        """Count the attempt, then log in as usual."""
-        email = (request.POST.get("username") or "").strip().lower()
-        if not ratelimit.allow("login", ratelimit.client_ip(request), email and f"account:{email}"):
+        """Ask the throttle, then log in as usual (the outcome is reported back)."""
+        verdict = check_login(*self._attempt())
+        if not verdict.allowed:
             form = self.get_form()
             form.errors.clear()
-            form.add_error(None, TOO_MANY)
-            return self.render_to_response(self.get_context_data(form=form), status=429)
+            form.add_error(None, f"{TOO_MANY_LOGINS} ({verdict.reason}; about {verdict.retry_after} s)")
+            response = self.render_to_response(self.get_context_data(form=form), status=429)
+            response["Retry-After"] = str(verdict.retry_after)
+            return response
         return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        """The right password: forget this address's failures for this account."""
+        login_succeeded(*self._attempt())
+        return super().form_valid(form)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        """A wrong password (or an inactive account) counts for this account and address only."""
+        login_failed(*self._attempt())
+        return super().form_invalid(form)
 
 
 class RateLimitedPasswordResetView(auth_views.PasswordResetView):
