@@ -28,6 +28,7 @@ thawed just before a message that needs a reply is sent and frozen again once th
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import time
 from typing import Any
@@ -35,6 +36,8 @@ from typing import Any
 from run_duel.channel import ChannelError
 from run_duel.outcomes import ErrorKind
 from run_duel.sandbox.base import AgentProcess, LaunchSpec, Sandbox
+
+log = logging.getLogger(__name__)
 
 #: Characters of an agent's stderr quoted in an error message, and at most this many lines.
 ERROR_LOG_CHARS = 2000
@@ -78,6 +81,21 @@ def json_preview(value: Any) -> str:
     """A short printable form of a JSON value."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+_unfreezable: set[str] = set()
+
+
+def _warn_unfrozen(sandbox: Sandbox) -> None:
+    """Say once per process and sandbox kind that its agents cannot be frozen here."""
+    name = getattr(sandbox, "name", type(sandbox).__name__)
+    if name not in _unfreezable:
+        _unfreezable.add(name)
+        log.warning(
+            "agents of the %s sandbox cannot be frozen between their moves here (no writable freezer "
+            "cgroup): a waiting agent can take CPU from the one whose clock runs",
+            name,
+        )
 
 
 def _raised_kind(reply: dict[str, Any]) -> ErrorKind:
@@ -126,7 +144,8 @@ class Seat:
             self.discard()
             return
         if reply.get("type") == "ready":
-            self.proc.freeze()
+            if not self.proc.freeze():
+                _warn_unfrozen(self.sandbox)
             return
         if reply.get("type") == "error":
             name = reply.get("exception")

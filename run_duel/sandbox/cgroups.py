@@ -11,7 +11,8 @@ accounting hold against a hostile agent.
   SIGKILL until thawed, so whoever kills an agent thaws it right after (``Freezer.thaw`` is idempotent).
 * ``MemoryWatch``: whether the kernel OOM-killed a process of the group, and whether its usage ever
   reached the limit (v1 ``memory.oom_control`` / ``memory.failcnt``, v2 ``memory.events``).
-* ``cgroup_dirs_of(pid)``: where an existing process (e.g. a container's init) sits, per controller.
+* ``cgroup_dirs_of(pid)``: where an existing process (e.g. a container's init) sits, per controller;
+  ``container_dirs(id)``: where a Docker container's cgroups are, from its id.
 """
 
 from __future__ import annotations
@@ -66,6 +67,35 @@ def cgroup_dirs_of(pid: int) -> dict[str, Path]:
         for name in names:
             if name in known and path not in ("", "/"):  # never the root group: that is everyone
                 dirs[name] = known[name] / path.lstrip("/")
+    return dirs
+
+
+#: Where Docker puts a container's cgroup under a hierarchy, by cgroup driver (``{id}``: its full id).
+CONTAINER_LAYOUTS = ("docker/{id}", "system.slice/docker-{id}.scope")
+#: A hierarchy mounted elsewhere than ``/proc/self/mountinfo`` says: a worker in a container may get the
+#: host's cgroup file system bind-mounted there (v1: one folder per controller below it; v2: the root).
+ROOT_ENV = "AGENT_CGROUP_ROOT"
+
+
+def container_dirs(container_id: str) -> dict[str, Path]:
+    """The cgroup folders of a Docker container found from its id (when its processes are not visible
+    from here, e.g. from a referee in another pid namespace), by the engine's default layouts, under
+    ``$AGENT_CGROUP_ROOT`` when set, else where the hierarchies are mounted. Empty when none exists."""
+    override = os.environ.get(ROOT_ENV, "").strip()
+    if override:
+        root = Path(override)
+        known = {key: root / key for key in ("freezer", "memory", "pids")}
+        if (root / "cgroup.controllers").exists():
+            known = {V2: root}
+    else:
+        known = mounts()
+    dirs: dict[str, Path] = {}
+    for key, base in known.items():
+        for layout in CONTAINER_LAYOUTS:
+            candidate = base / layout.format(id=container_id)
+            if candidate.is_dir():
+                dirs[key] = candidate
+                break
     return dirs
 
 

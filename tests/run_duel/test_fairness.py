@@ -45,10 +45,11 @@ def _cpu_ticks(freezer: Freezer) -> tuple[int, int]:
     return len(pids), ticks
 
 
-def _assert_frozen_until_thawed(seat: Seat) -> None:
+def _assert_frozen_until_thawed(seat: Seat, *, required: bool = False) -> None:
     proc = seat.proc
     assert proc is not None, seat.fatal
     freezer = _freezer(proc)
+    assert freezer is not None or not required, "the agent's freezer cgroup was not found"
     if freezer is None:
         pytest.skip("no writable freezer cgroup on this host")
     assert freezer.frozen  # ready -> frozen until its first turn
@@ -78,12 +79,17 @@ def test_a_frozen_local_agent_and_its_detached_processes_get_no_cpu(any_sandbox)
 
 
 @pytest.mark.docker
-def test_a_frozen_container_and_its_detached_processes_get_no_cpu(docker_sandbox, image):
+@pytest.mark.parametrize("found_by", ["pid", "id"])
+def test_a_frozen_container_and_its_detached_processes_get_no_cpu(docker_sandbox, image, found_by):
+    """``found_by="id"``: as a referee that cannot see the container's processes (another pid namespace)
+    finds its cgroup, from the container id."""
     seat = Seat(0, docker_sandbox, LaunchSpec(image(str(SPINNER)), limits=START))
     try:
         seat.spawn()
+        if found_by == "id":
+            seat.proc.attach_cgroup(0)
         seat.await_ready()
-        _assert_frozen_until_thawed(seat)
+        _assert_frozen_until_thawed(seat, required=found_by == "id")
     finally:
         seat.discard()
 
