@@ -261,6 +261,12 @@ BUILDS_DIR = DATA_DIR / "builds"  # local-backend agent folders
 SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
 # Run each duel's referee and both agents on one free core once they are ready (run_duel/cpu_slots.py).
 DUEL_CPU_PINNING = env_bool("DUEL_CPU_PINNING", True)
+# Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
+# True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
+SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
+# The host's cgroup file system as the worker sees it (run_duel/sandbox/cgroups.py reads the variable);
+# empty: where it is mounted. Used to freeze a waiting agent's container between its moves.
+AGENT_CGROUP_ROOT = env_str("AGENT_CGROUP_ROOT", "") or ""
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_MB", 50, minimum=1) * 1024 * 1024
 # A RUNNING job whose worker sent no heartbeat for LEASE_SECONDS (database time) is re-queued.
 LEASE_SECONDS = env_int("LEASE_SECONDS", 15, minimum=2)
