@@ -1,5 +1,6 @@
 """The platform's data model, one module per aggregate. Only ``core.actions`` changes states."""
 
+from core.models.api_token import ApiToken
 from core.models.competitor import Competitor, Revision
 from core.models.duel import Duel, Match
 from core.models.environment import Environment
@@ -14,6 +15,7 @@ from core.models.user import User
 from core.models.worker import ReaperState, WorkerStatus
 
 __all__ = [
+    "ApiToken",
     "Build",
     "Competitor",
     "Duel",
