@@ -1,35 +1,32 @@
-"""A 100-match Connect Four duel, random vs random, in Docker: our design versus the old one, as a ratio.
+"""A 100-match Connect Four duel, random vs random, in Docker: ours against the rl-arena transport, as ratios.
 
-    .venv/bin/python benchmarks/bench_duel_docker.py [--matches 100] [--repeat 3] [--launches 7]
+    .venv/bin/python benchmarks/bench_duel_docker.py [--matches 100] [--repeat 3] [--launches 5]
 
-ours:  ``run_duel.play_duel`` with the Docker sandbox, exactly as a duel task runs it — the sandbox is
-       created, both seats' containers are launched (fresh, --network none), the full referee plays every
-       match (every reply validated, states recorded), the agents are closed and both containers removed
-       (``DockerSandbox.close`` included). NDJSON over a bind-mounted Unix socket.
-old:   the rl-arena design the issue names — one container per player running a **Flask** app (Flask's own
-       server, ``app.run(threaded=True)``, request logging off), port published on 127.0.0.1, a POST with a
-       new connection per move, driven by a minimal referee loop (legality check only, no state recording:
-       lighter than ours); its two containers are started concurrently, as ours are. Flask is
-       ``pip install --target``-ed on this host and copied into an image ``FROM`` the same agent image
-       (precompiled, like ours).
-old-stdlib: the same with the standard library's ThreadingHTTPServer instead of Flask (a lighter server
-       than the old design had; shown so the ratio does not depend on Flask's weight alone).
-Every timing includes starting and removing both containers. Runs alternate between the designs; the
-median over ``--repeat`` runs is shown. Before the duels, ``--launches`` single launches are timed phase by
-phase (create, start, harness connected, ``ready``, exit after ``close``, removal) to show where a
-container's start-up goes, and ours prints where its duels went (the duel JSON's ``phases_s``: starting
-both agents to ready and pinned, playing, closing; plus sandbox creation and ``close`` outside the referee).
+ours, CLI:      ``python -m run_duel --sandbox docker --env connect-four ... --no-states --output FILE``
+                as a user runs it: interpreter and imports, image check, both containers started, the
+                full referee, both removed.
+ours, cold:     ``run_duel.play_duel`` with the Docker sandbox in this process, as a duel task runs it
+                with ``DUEL_SANDBOX_REUSE=off``: the sandbox, both seats' fresh containers (no network),
+                the full referee (every reply validated, states recorded), closing and removal.
+ours, warm:     the same with reuse on, on a worker that already played that revision: a fresh agent
+                process forked in each seat's warm container (``run_duel/sandbox/docker_warm.py``).
+rl-arena:       the baseline (``http_baseline/rl_arena.py``): the transport as rl-arena's users ran it — a
+                Flask app under gunicorn in each player's container, reached at the container's address,
+                one ``requests.post`` (a new connection) per move, the game's CPU and memory limits (ours
+                too), health polled every 0.5 s after start, both containers started concurrently and
+                removed at the end; driven by a minimal referee loop (legality only: lighter than ours).
+Runs alternate between the designs; medians over ``--repeat`` runs; the machine's load average is printed
+before and after (it is shared: compare designs of the same run). Before the duels, ``--launches`` single
+cold launches are timed phase by phase (create, start, harness connected, ``ready``, exit, removal).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import io
+import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -42,125 +39,35 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_images import build_random_image  # noqa: E402
-from docker.errors import ImageNotFound  # noqa: E402
-from http_baseline.baseline import HttpPlayer, build_http_image, play_http_duel  # noqa: E402
+from http_baseline import rl_arena  # noqa: E402
+from http_baseline.baseline import play_http_duel  # noqa: E402
 
-from environments import get_game  # noqa: E402
+from environments import get_game, get_info  # noqa: E402
 from run_duel.referee import play_duel  # noqa: E402
 from run_duel.sandbox.base import LaunchSpec, Limits  # noqa: E402
 from run_duel.sandbox.docker import DockerSandbox  # noqa: E402
 from run_duel.sandbox.docker_client import get_client  # noqa: E402
+from run_duel.sandbox.docker_warm import ReusePolicy  # noqa: E402
 
 GAME = "connect-four"
-LIMITS = Limits(move_timeout=5.0, init_timeout=30.0)
-FLASK_REQUIREMENT = "flask>=3,<4"
-
-#: The old design's player server: a Flask app answering one protocol message per POST.
-FLASK_SERVER = '''"""Benchmark only: the old rl-arena player, a Flask app answering a POST per move."""
-import importlib
-import logging
-import os
-import sys
-
-import numpy as np
-from flask import Flask, jsonify, request
-
-sys.path.insert(0, "/agent")
-os.chdir("/agent")
-PLAYER = importlib.import_module("player").Player(False)
-app = Flask(__name__)
-logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no per-request log line: spares the baseline
+INFO = get_info(GAME)
+#: The game's CPU and memory limits (the baseline's containers get the same), generous deadlines (the
+#: machine is shared and loaded: a timeout would stop the bench).
+LIMITS = Limits(cpus=INFO.cpu_limit, memory_mb=INFO.memory_limit_mb, move_timeout=5.0, init_timeout=30.0)
 
 
-def _action(value):
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.ndarray) and value.size == 1:
-        return int(value.reshape(()).item())
-    return value
-
-
-@app.get("/")
-def ready():
-    return jsonify(type="ready")
-
-
-@app.post("/")
-def message():
-    msg = request.get_json(force=True)
-    kind = msg["type"]
-    if kind == "start":
-        action = PLAYER.start(np.asarray(msg["state"]), np.asarray(msg["valid_actions"], dtype=np.int64))
-        return jsonify(type="action", action=_action(action))
-    if kind == "step":
-        action = PLAYER.step(
-            np.asarray(msg["state"]), np.asarray(msg["valid_actions"], dtype=np.int64), msg["reward"]
-        )
-        return jsonify(type="action", action=_action(action))
-    if kind == "end":
-        PLAYER.end(np.asarray(msg["state"]), msg["reward"])
-        return jsonify(type="ended")
-    return jsonify(type="closed")
-
-
-if __name__ == "__main__":
-    app.run(host="0.0.0.0", port=8080, threaded=True)
-'''
-
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mode = 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def build_flask_image(agent_image: str) -> tuple[str, str]:
-    """``agent_image`` + Flask (pip-installed here, copied in, precompiled) as entrypoint; (tag, version)."""
-    client = get_client()
-    base_id = client.api.inspect_image(agent_image)["Id"]
-    key = hashlib.sha256(f"{base_id}\0{FLASK_SERVER}\0{FLASK_REQUIREMENT}".encode()).hexdigest()[:16]
-    tag = f"rl-arena-bench-flask:{key}"
-    with tempfile.TemporaryDirectory() as tmp:
-        site = Path(tmp) / "site"
-        try:
-            labels = client.api.inspect_image(tag)["Config"]["Labels"] or {}
-            return tag, labels.get("flask-version", "?")
-        except ImageNotFound:
-            pass  # not built yet
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--target", str(site), FLASK_REQUIREMENT],
-            check=True,
-        )
-        version = next(site.glob("flask-*.dist-info")).name.removesuffix(".dist-info").split("-", 1)[1]
-        dockerfile = (
-            f"FROM {agent_image}\nUSER 0\nCOPY site/ /opt/baseline/site/\n"
-            "COPY flask_server.py /opt/baseline/\n"
-            "RUN python3 -m compileall -q /opt/baseline >/dev/null\n"
-            f'LABEL flask-version="{version}"\nUSER 10001:10001\nENV PYTHONPATH=/opt/baseline/site\n'
-            'ENTRYPOINT ["python3", "-B", "/opt/baseline/flask_server.py"]\n'
-        )
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as tar:
-            _add(tar, "Dockerfile", dockerfile.encode())
-            _add(tar, "flask_server.py", FLASK_SERVER.encode())
-            tar.add(site, arcname="site")
-        buffer.seek(0)
-        for item in client.api.build(fileobj=buffer, custom_context=True, tag=tag, rm=True, decode=True):
-            if "error" in item:
-                raise RuntimeError(f"building the Flask baseline image failed: {item['error']}")
-    return tag, version
-
-
-def ours(image: str, matches: int) -> tuple[float, dict]:
-    """Wall time of the duel as a duel task runs it: sandbox, launches, referee, removal of both."""
+def ours(image: str, matches: int, sandbox: DockerSandbox | None = None) -> tuple[float, dict]:
+    """Wall time of the duel as a duel task runs it: sandbox, launches, referee, closing (and, cold, the
+    removal of both containers). With ``sandbox`` (a warm one), that sandbox is used and kept."""
     t0 = time.perf_counter()
-    sandbox = DockerSandbox()
+    own = sandbox is None
+    sandbox = DockerSandbox(reuse=ReusePolicy(enabled=False)) if own else sandbox
     try:
         spec = LaunchSpec(agent=image, labels={"duel": "bench"})
         duel = play_duel(GAME, sandbox, spec, spec, matches=matches, limits=LIMITS)
     finally:
-        sandbox.close()
+        if own:
+            sandbox.close()
     elapsed = time.perf_counter() - t0
     errors = duel["player_1_errors"] + duel["player_2_errors"] + duel["other_errors"]
     if errors:
@@ -168,12 +75,34 @@ def ours(image: str, matches: int) -> tuple[float, dict]:
     return elapsed, duel
 
 
+def ours_cli(image: str, matches: int) -> float:
+    """Wall time of ``python -m run_duel --sandbox docker`` (no states, JSON to a file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "run_duel", "--env", GAME, "--player-1", image, "--player-2", image]
+        cmd += [
+            "--matches",
+            str(matches),
+            "--sandbox",
+            "docker",
+            "--no-states",
+            "--output",
+            f"{tmp}/duel.json",
+        ]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=REPO, check=True, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - t0
+
+
 def old(http_image: str, matches: int) -> tuple[float, dict]:
-    """Wall time of the same duel in the old design (both containers started and removed)."""
+    """Wall time of the same duel with the rl-arena transport (both containers started and removed)."""
     game = get_game(GAME)
     t0 = time.perf_counter()
+
+    def start(image: str) -> rl_arena.RemotePlayer:
+        return rl_arena.RemotePlayer(image, cpus=LIMITS.cpus, memory_mb=LIMITS.memory_mb)
+
     with ThreadPoolExecutor(max_workers=2) as pool:  # both containers start concurrently, as ours do
-        first, second = pool.map(HttpPlayer, (http_image, http_image))
+        first, second = pool.map(start, (http_image, http_image))
     players = (first, second)
     try:
         tally = play_http_duel(game, players, matches)
@@ -215,7 +144,7 @@ def launch_phases(image: str, launches: int) -> dict[str, float]:
     """Median milliseconds of each phase of one agent's life in our sandbox, over ``launches`` launches."""
     timed = _Timed(("create_container", "start", "remove_container"))
     phases: dict[str, list[float]] = {"launch": [], "ready": [], "exit": [], "kill": []}
-    sandbox = DockerSandbox()
+    sandbox = DockerSandbox(reuse=ReusePolicy(enabled=False))
     try:
         for _ in range(launches):
             t = time.perf_counter()
@@ -243,59 +172,71 @@ def launch_phases(image: str, launches: int) -> dict[str, float]:
     return ms
 
 
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
-    """Time the launch phases, run the three designs ``--repeat`` times, print medians and ratios."""
+    """Time the launch phases, run the designs ``--repeat`` times, print medians and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--matches", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--launches", type=int, default=7)
+    parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--image", help="agent image (default: build example_players/random)")
     args = parser.parse_args()
-    image = build_random_image()
-    stdlib_image = build_http_image(image)
-    flask_image, flask_version = build_flask_image(image)
+    image = args.image or build_random_image()
+    baseline_image, versions = rl_arena.build_image(image)
+    print(f"load average before: {load()}", flush=True)
 
     ms = launch_phases(image, args.launches)
-    print(f"one agent's life in our Docker sandbox, median of {args.launches} launches (ms):")
+    print(f"one agent's life in a fresh container, median of {args.launches} launches (ms):")
     print(
         f"  create {ms['create']:.0f} + start {ms['start']:.0f} + harness connected {ms['connect']:.0f}"
         f" = launch {ms['launch']:.0f}; then ready (numpy + player.py) {ms['ready']:.0f};"
         f" exit after close {ms['exit']:.0f}; log + removal {ms['kill']:.0f} (remove call {ms['remove']:.0f})"
     )
 
-    times: dict[str, list[float]] = {"ours": [], "flask": [], "stdlib": []}
-    phases: dict[str, list[float]] = {"start": [], "play": [], "close": [], "outside the referee": []}
-    for _ in range(args.repeat):
-        elapsed, duel = ours(image, args.matches)
-        times["ours"].append(elapsed)
-        for name, value in duel["phases_s"].items():
-            phases[name].append(value)
-        phases["outside the referee"].append(elapsed - duel["duration_s"])
-        moves = sum(m["num_moves"] for m in duel["matches"])
-        move_times = [t for m in duel["matches"] for t in m["move_times"]]
-        elapsed, flask_tally = old(flask_image, args.matches)
-        times["flask"].append(elapsed)
-        elapsed, _ = old(stdlib_image, args.matches)
-        times["stdlib"].append(elapsed)
+    warm = DockerSandbox(reuse=ReusePolicy(enabled=True))
+    ours(image, 1, warm)  # the worker has played this revision before: its containers are warm
+    times: dict[str, list[float]] = {"cli": [], "cold": [], "warm": [], "rl-arena": []}
+    phases: dict[str, list[float]] = {"start": [], "play": [], "close": []}
+    try:
+        for _ in range(args.repeat):
+            times["cli"].append(ours_cli(image, args.matches))
+            elapsed, duel = ours(image, args.matches)
+            times["cold"].append(elapsed)
+            elapsed, warm_duel = ours(image, args.matches, warm)
+            times["warm"].append(elapsed)
+            for name, value in warm_duel["phases_s"].items():
+                phases[name].append(value)
+            elapsed, tally = old(baseline_image, args.matches)
+            times["rl-arena"].append(elapsed)
+    finally:
+        warm.close()
+        warm.pool.close()
+    moves = sum(m["num_moves"] for m in duel["matches"])
+    move_times = [t for d in (duel, warm_duel) for m in d["matches"] for t in m["move_times"]]
     med = {name: statistics.median(values) for name, values in times.items()}
     runs = {name: ", ".join(f"{v:.2f}" for v in values) for name, values in times.items()}
+    base = med["rl-arena"]
     print(f"{args.matches}-match {GAME} duel, random vs random, median of {args.repeat} runs (all runs in s)")
-    print(f"  ours (Docker, Unix socket, full referee):  {med['ours']:6.2f} s  [{runs['ours']}]")
     print(
-        f"      {moves} moves in the last run; "
-        f"send->reply median {statistics.median(move_times) * 1e6:.0f} µs"
+        f"  rl-arena (Flask under gunicorn; {versions}): {base:.2f} s [{runs['rl-arena']}], "
+        f"{tally['moves']} moves"
     )
+    rows = (
+        ("cli", "ours, CLI (python -m run_duel --sandbox docker)"),
+        ("cold", "ours, in-process, fresh containers"),
+        ("warm", "ours, in-process, warm containers"),
+    )
+    for key, label in rows:
+        print(f"  {label:50s} {med[key]:6.2f} s [{runs[key]}]  {base / med[key]:5.1f}x faster")
     print(
-        "      where it goes (medians): "
-        + ", ".join(f"{name} {statistics.median(values):.3f} s" for name, values in phases.items())
-        + f"; cores {duel['cpus']}"
+        f"  {moves} moves in the last cold duel; "
+        f"send->reply median {statistics.median(move_times) * 1e6:.0f} µs;"
+        " warm duel: " + ", ".join(f"{name} {statistics.median(v):.3f} s" for name, v in phases.items())
     )
-    print(
-        f"  old  (Flask {flask_version} per player, HTTP per move): {med['flask']:6.2f} s  [{runs['flask']}]"
-    )
-    print(f"      {flask_tally['moves']} moves in the last run")
-    print(f"  old, stdlib http.server instead of Flask:  {med['stdlib']:6.2f} s  [{runs['stdlib']}]")
-    print(f"  speed-up vs the old design (Flask): {med['flask'] / med['ours']:.1f}x")
-    print(f"  speed-up vs the lighter stdlib HTTP server: {med['stdlib'] / med['ours']:.1f}x")
+    print(f"load average after: {load()}")
     return 0
 
 
