@@ -31,7 +31,12 @@ class Rating(models.Model):
                 fields=["environment", "competitor"], name="core_rating_unique_competitor"
             )
         ]
-        indexes = [models.Index(fields=["environment", "-skill"], name="core_rating_leaderboard")]
+        indexes = [
+            models.Index(fields=["environment", "-skill"], name="core_rating_leaderboard"),
+            # The ratings version public pages are cached under (web/page_cache.py): MAX(updated_at) of a
+            # game in one index lookup, whatever the number of competitors.
+            models.Index(fields=["environment", "updated_at"], name="core_rating_version"),
+        ]
 
     def __str__(self) -> str:
         return f"rating of competitor {self.competitor_id}: {self.mu:.2f}±{self.sigma:.2f}"
