@@ -1,7 +1,8 @@
 """Command line: ``python -m run_duel --env GAME --player-1 A --player-2 B [options]``.
 
-Prints the duel JSON (2-space indent) to stdout or ``--output FILE``; progress goes to stderr (a bar on
-a terminal, one line per match otherwise). Bad arguments: one line on stderr and exit code 2.
+Prints the duel JSON (compact; ``--indent`` for 2-space indentation) to stdout or ``--output FILE``;
+progress goes to stderr (a bar on a terminal, one line per match otherwise). Bad arguments: one line on
+stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, NoReturn
+
+import orjson
 
 from environments import UnknownGameError, all_slugs, get_info
 from run_duel.api import SANDBOXES, get_sandbox, play_duel
@@ -99,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
         help="seed the agents' random/numpy RNGs (player 2 gets seed + 1) and, in games of chance, the deal",
     )
     parser.add_argument("--no-states", action="store_true", help="leave the per-move states out of the JSON")
+    parser.add_argument("--indent", action="store_true", help="indent the JSON (default: compact)")
     parser.add_argument(
         "--no-pin",
         action="store_true",
@@ -170,9 +174,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         sandbox.close()
-    text = json.dumps(duel, indent=2) + "\n"
+    data = encode_duel(duel, indent=args.indent)
     if args.output:
-        Path(args.output).write_text(text)
+        Path(args.output).write_bytes(data)
     else:
-        sys.stdout.write(text)
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
     return 0
+
+
+def encode_duel(duel: dict[str, Any], *, indent: bool = False) -> bytes:
+    """The duel JSON as UTF-8 bytes ending in a newline: compact (orjson, about 10x faster than the
+    standard library's indented output on a duel with states), or indented by 2 with ``indent``."""
+    option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
+    if indent:
+        option |= orjson.OPT_INDENT_2
+    try:
+        return orjson.dumps(duel, option=option)
+    except TypeError:  # something orjson does not take (e.g. an integer beyond 64 bits)
+        return (json.dumps(duel, indent=2 if indent else None) + "\n").encode()

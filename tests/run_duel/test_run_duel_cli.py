@@ -24,7 +24,7 @@ def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_duel_prints_valid_pretty_json_from_any_working_directory(tmp_path):
+def test_a_duel_prints_valid_compact_json_from_any_working_directory(tmp_path):
     done = run_cli(
         "--env",
         "tic-tac-toe",
@@ -40,7 +40,7 @@ def test_a_duel_prints_valid_pretty_json_from_any_working_directory(tmp_path):
     duel = json.loads(done.stdout)
     validate_duel_json(duel)
     assert duel["num_matches"] == 2
-    assert done.stdout.startswith('{\n  "result"')
+    assert done.stdout.startswith('{"result"') and done.stdout.count("\n") == 1  # compact, one line
     assert done.stderr.count("match ") == 2  # one progress line per match when stderr is not a terminal
 
 
@@ -61,12 +61,14 @@ def test_output_file_no_states_and_a_zipped_agent(tmp_path):
         "--output",
         str(out),
         "--no-states",
+        "--indent",
         "--seed",
         "3",
         "--no-pin",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+    assert out.read_text().startswith('{\n  "result"')  # --indent
     duel = json.loads(out.read_text())
     assert duel["matches"][0]["states"] == [] and duel["player_1_errors"] == 0
     assert duel["cpus"] is None  # --no-pin: the kernel placed the duel
