@@ -80,7 +80,6 @@ INSTALLED_APPS = [
     "core.apps.CoreConfig",
     # Other project apps (web, ...) append themselves here.
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "web.apps.WebConfig",
     "tournament_manager.apps.TournamentManagerConfig",
@@ -218,6 +217,8 @@ except ValueError as _exc:
 # further one doubles its wait, and the longest wait. Per-address and per-account limits: RATE_LIMITS.
 LOGIN_FREE_FAILURES = env_int("LOGIN_FREE_FAILURES", 5, minimum=1)
 LOGIN_BACKOFF_MAX_SECONDS = env_int("LOGIN_BACKOFF_MAX_SECONDS", 900, minimum=1)
+# API tokens (core/actions/api_tokens.py): days a new token works (0: never expires).
+API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 90, minimum=0)
 # Public pages (web/page_cache.py): how long browsers and nginx may reuse an anonymous response, and how long
 # a cached page may show content that changed without a rating change (rating changes show at once).
 WEB_PUBLIC_MAX_AGE = env_int("WEB_PUBLIC_MAX_AGE", 5, minimum=0, maximum=3600)
@@ -229,7 +230,7 @@ SERVE_STATIC = env_bool("SERVE_STATIC", False)
 RL_ARENA_RATE_LIMITS = env_rate_limits("RATE_LIMITS")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "web.api.authentication.HashedTokenAuthentication",  # core.models.ApiToken: hashed, expiring
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],

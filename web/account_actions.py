@@ -1,4 +1,4 @@
-"""State changes of accounts: sign-up, profile, API token.
+"""State changes of accounts: sign-up, profile (API tokens: ``core.actions.api_tokens``).
 
 These belong with the other actions in ``core.actions`` (which had none for accounts when the web app was
 written); they follow the same rules: one function per change, owning its transaction.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
 User = get_user_model()
 
@@ -34,23 +33,3 @@ def update_profile(
         if email_notifications is not None:
             user.email_notifications = email_notifications
     return user
-
-
-def issue_api_token(user: User) -> str:
-    """The user's API token, created on first use."""
-    with transaction.atomic():
-        token, _ = Token.objects.get_or_create(user=user)
-    return token.key
-
-
-def rotate_api_token(user: User) -> str:
-    """Replace the user's API token with a new one (the old one stops working); returns the new key."""
-    with transaction.atomic():
-        Token.objects.filter(user=user).delete()
-        token = Token.objects.create(user=user)
-    return token.key
-
-
-def api_token(user: User) -> str | None:
-    """The user's current API token, or ``None``."""
-    return Token.objects.filter(user=user).values_list("key", flat=True).first()

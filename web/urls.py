@@ -22,6 +22,7 @@ account_patterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", accounts.profile, name="profile"),
     path("profile/token/", accounts.rotate_token, name="token-rotate"),
+    path("profile/token/<int:pk>/revoke/", accounts.revoke_token, name="token-revoke"),
     path(
         "password/change/",
         auth_views.PasswordChangeView.as_view(

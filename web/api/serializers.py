@@ -393,9 +393,14 @@ class TokenRequestSerializer(serializers.Serializer):
 
 
 class TokenSerializer(serializers.Serializer):
-    """An API token: send it as ``Authorization: Token <token>``."""
+    """A new API token: send it as ``Authorization: Token <token>``. Shown once: the server keeps only its
+    hash."""
 
     token = serializers.CharField()
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="After this, log in again; null: never."
+    )
+    prefix = serializers.CharField(help_text="The key's first characters, as the profile page lists it.")
 
 
 class DuelReplaysSerializer(DuelSerializer):

@@ -13,6 +13,7 @@ urlpatterns = [
     path("", views.ApiRoot.as_view(), name="root"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("auth/token/", views.ObtainToken.as_view(), name="token"),
+    path("auth/token/rotate/", views.RotateToken.as_view(), name="token-rotate"),
     path("environments/", views.EnvironmentList.as_view(), name="environment-list"),
     path("environments/<slug:slug>/", views.EnvironmentDetail.as_view(), name="environment-detail"),
     path("environments/<slug:slug>/leaderboard/", leaderboard.Leaderboard.as_view(), name="leaderboard"),

@@ -21,10 +21,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import actions
+from core.actions.api_tokens import create_api_token, rotate_api_token
 from core.actions.login_throttle import check_login, login_failed, login_succeeded
-from core.models import Competitor, Duel, Environment, Match, Revision
-from web import account_actions, queries, ratelimit
+from core.models import ApiToken, Competitor, Duel, Environment, Match, Revision
+from web import queries, ratelimit
 from web.api import serializers as s
+from web.api.authentication import HashedTokenAuthentication
 from web.api.renderers import RENDERERS
 from web.error_privacy import duel_detail, duel_sentence
 from web.logtext import scrub_paths
@@ -363,8 +365,14 @@ class MatchReplay(APIView):
         return Response(replay_data(match, request.user))
 
 
+def _token_response(key: str, token: ApiToken, code: int = status.HTTP_200_OK) -> Response:
+    body = {"token": key, "expires_at": token.expires_at, "prefix": token.prefix}
+    return Response(s.TokenSerializer(body).data, status=code, headers={"Cache-Control": "no-store"})
+
+
 class ObtainToken(APIView):
-    """Exchange e-mail and password for an API token (rate-limited like the login page)."""
+    """Exchange e-mail and password for a new API token (throttled like the login page). The key is shown
+    in this answer only (the server keeps its hash); it expires after ``API_TOKEN_DAYS``."""
 
     renderer_classes = RENDERERS
     name = "API token"
@@ -373,7 +381,7 @@ class ObtainToken(APIView):
 
     @extend_schema(request=s.TokenRequestSerializer, responses=s.TokenSerializer)
     def post(self, request: Request) -> Response:
-        """Check the credentials; answer the (existing or new) token."""
+        """Check the credentials; answer a new token."""
         form = s.TokenRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         email = form.validated_data["email"].lower()
@@ -386,4 +394,21 @@ class ObtainToken(APIView):
             login_failed(email, address)
             return Response({"detail": "Wrong e-mail or password."}, status=status.HTTP_400_BAD_REQUEST)
         login_succeeded(email, address)
-        return Response({"token": account_actions.issue_api_token(user)})
+        key, token = create_api_token(user, label="API login")
+        return _token_response(key, token)
+
+
+class RotateToken(APIView):
+    """Replace the token this request authenticates with by a new one (shown once); the old key stops
+    working at once. Send ``Authorization: Token <key>``."""
+
+    renderer_classes = RENDERERS
+    name = "Rotate your API token"
+    authentication_classes = [HashedTokenAuthentication]
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses=s.TokenSerializer)
+    def post(self, request: Request) -> Response:
+        """The new token."""
+        key, token = rotate_api_token(request.user, current=request.auth)
+        return _token_response(key, token)

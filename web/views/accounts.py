@@ -13,7 +13,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.actions.api_tokens import revoke_api_token, rotate_api_token
 from core.actions.login_throttle import check_login, login_failed, login_succeeded
+from core.models import ApiToken
 from web import account_actions as actions
 from web import ratelimit
 from web.forms import LoginForm, ProfileForm, SignupForm
@@ -103,37 +105,50 @@ class RateLimitedPasswordResetView(auth_views.PasswordResetView):
 def profile(request: HttpRequest) -> HttpResponse:
     """Edit display name, team and GitHub handle; list my competitors."""
     user = request.user
-    initial = {
+    form = ProfileForm(request.POST or None, initial=_profile_initial(user))
+    if request.method == "POST" and form.is_valid():
+        actions.update_profile(user, **form.cleaned_data)
+        messages.success(request, "Profile saved.")
+        return HttpResponseRedirect(request.path)
+    return _profile_page(request, form, status=400 if form.errors else 200)
+
+
+def _profile_initial(user: Any) -> dict[str, Any]:
+    return {
         "display_name": user.display_name,
         "team": user.team,
         "github": user.github,
         "email_notifications": user.email_notifications,
     }
-    form = ProfileForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        actions.update_profile(user, **form.cleaned_data)
-        messages.success(request, "Profile saved.")
-        return HttpResponseRedirect(request.path)
-    competitors = (
-        user.competitors.select_related("environment", "current_revision")
-        .order_by("environment__name", "name")
-        .all()
+
+
+def _profile_page(
+    request: HttpRequest, form: ProfileForm, *, new_token: str = "", status: int = 200
+) -> HttpResponse:
+    """The profile: the form, the user's competitors, their API tokens (and a new key, shown this once)."""
+    competitors = request.user.competitors.select_related("environment", "current_revision").order_by(
+        "environment__name", "name"
     )
-    return render(
-        request,
-        "web/accounts/profile.html",
-        {"form": form, "competitors": competitors, "api_token": actions.api_token(user)},
-        status=400 if form.errors else 200,
-    )
+    tokens = ApiToken.objects.filter(user=request.user).order_by("-created_at", "-pk")
+    context = {"form": form, "competitors": competitors, "api_tokens": list(tokens), "new_token": new_token}
+    response = render(request, "web/accounts/profile.html", context, status=status)
+    if new_token:  # shown once: nothing may keep a copy
+        response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required
 @require_POST
 def rotate_token(request: HttpRequest) -> HttpResponse:
-    """Create the user's API token, or replace it (the old one stops working)."""
-    had = actions.api_token(request.user) is not None
-    actions.rotate_api_token(request.user)
-    messages.success(
-        request, "Your API token was replaced: the old one no longer works." if had else "API token created."
-    )
+    """Replace the user's API tokens by a new one and show its key, this once (the server keeps a hash)."""
+    key, _ = rotate_api_token(request.user, label="profile")
+    return _profile_page(request, ProfileForm(initial=_profile_initial(request.user)), new_token=key)
+
+
+@login_required
+@require_POST
+def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+    """Delete one of the user's API tokens."""
+    if revoke_api_token(request.user, pk):
+        messages.success(request, "The token was revoked: it no longer works.")
     return redirect(reverse("web:profile") + "#token")
