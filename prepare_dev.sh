@@ -206,11 +206,11 @@ setting() {
 
 # The sandbox the worker uses: SANDBOX from the environment, else from $ENV_FILE, else docker when an
 # engine answers and the agent base image builds, else local. Exported, so it wins over $ENV_FILE.
-# The base image script gets the AGENT_BASE_IMAGE* and AGENT_ALLOW_PACKAGE_INSTALLS settings of $ENV_FILE.
+# The base image script gets the AGENT_BASE_IMAGE* and AGENT_*_BASE_IMAGE settings of $ENV_FILE.
 choose_sandbox() {
     local chosen name value
     chosen="$(setting SANDBOX)"
-    for name in AGENT_BASE_IMAGE AGENT_BASE_IMAGE_SOURCE AGENT_ALLOW_PACKAGE_INSTALLS; do
+    for name in AGENT_BASE_IMAGE AGENT_BASE_IMAGE_SOURCE AGENT_CPP_BASE_IMAGE AGENT_JS_BASE_IMAGE; do
         value="$(setting "$name")"
         [ -z "$value" ] || export "$name=$value"
     done
