@@ -78,6 +78,10 @@ def _cpu_ticks(group: Path) -> tuple[int, int]:
     return len(pids), ticks
 
 
+def _thawed(group: Path) -> bool:
+    return (group / "freezer.state").read_text().strip() == "THAWED"
+
+
 def test_a_live_agent_gets_no_cpu_while_the_person_thinks(make_competitor, make_user, run_agent, settings):
     """The spinner leaves detached spinning processes; while the person thinks they do not run."""
     parent = _SeatCgroup.parents().get("freezer")
@@ -90,9 +94,7 @@ def test_a_live_agent_gets_no_cpu_while_the_person_thinks(make_competitor, make_
     task = run_agent(session.pk)
     deadline = time.monotonic() + 60
     group = None
-    while (
-        group is None or _cpu_ticks(group)[0] < 3 or (group / "freezer.state").read_text().strip() == "THAWED"
-    ):
+    while group is None or _cpu_ticks(group)[0] < 3 or _thawed(group):
         assert time.monotonic() < deadline, "the agent never started, or was never frozen"
         time.sleep(0.05)
         group = next(iter(parent.glob(f"arena-{os.getpid()}-*")), None)  # this process runs the agent
@@ -100,11 +102,16 @@ def test_a_live_agent_gets_no_cpu_while_the_person_thinks(make_competitor, make_
     before = _cpu_ticks(group)[1]
     time.sleep(0.5)
     assert _cpu_ticks(group)[1] == before  # frozen while the person thinks: not one tick
-    human_move(session.pk, person, 4)  # the agent moves, and is frozen again
+    (group / "freezer.state").write_text("THAWED")  # the measure works: thawed, the spinners run
+    thawed_by = time.monotonic() + 30
+    while _cpu_ticks(group)[1] == before:
+        assert time.monotonic() < thawed_by, "the thawed spinners never ran"
+        time.sleep(0.05)
+    human_move(session.pk, person, 4)  # the agent moves, and is frozen again after its move
     answer_by = time.monotonic() + 30
     while PlaySession.objects.get(pk=session.pk).moves < 2:
         assert time.monotonic() < answer_by, "the agent did not answer"
         time.sleep(0.05)
-    assert _cpu_ticks(group)[1] > before  # thawed for its move, its spinners ran (the measure works)
+    assert not _thawed(group)
     PlaySession.objects.filter(pk=session.pk).update(last_activity_at=timezone.now() - timedelta(hours=1))
     assert task.join(timeout=60) == "abandoned"
