@@ -90,19 +90,13 @@ build_debootstrap() {
     local language="$1" image="$2" hash="$3" packages start=$SECONDS tarball rootfs
     packages="$(packages_of "$language")"
     [ "$(id -u)" = 0 ] || die "debootstrap needs root"
-    mkdir -p "$CACHE_DIR/debootstrap-debs"
+    mkdir -p "$CACHE_DIR/debootstrap-debs-$language"
     tarball="$CACHE_DIR/agent-base-$hash.tar"
     if [ ! -s "$tarball" ]; then
-        if ! command -v debootstrap >/dev/null 2>&1; then
-            log "installing debootstrap"
-            export DEBIAN_FRONTEND=noninteractive
-            apt-cache show debootstrap >/dev/null 2>&1 || apt-get update -qq
-            apt-get install -y -qq debootstrap >/dev/null || die "apt-get install debootstrap failed"
-        fi
         rootfs="$(mktemp -d "$CACHE_DIR/rootfs.XXXXXX")"
         trap 'rm -rf "$rootfs"' EXIT
         log "debootstrap $SUITE ($packages) into $rootfs"
-        debootstrap --variant=minbase --include="$packages" --cache-dir="$CACHE_DIR/debootstrap-debs" \
+        debootstrap --variant=minbase --include="$packages" --cache-dir="$CACHE_DIR/debootstrap-debs-$language" \
             "$SUITE" "$rootfs" "$MIRROR" >"$CACHE_DIR/debootstrap-$language.log" 2>&1 \
             || { tail -n 20 "$CACHE_DIR/debootstrap-$language.log" >&2; die "debootstrap failed (log: $CACHE_DIR/debootstrap-$language.log)"; }
 
@@ -143,7 +137,17 @@ build_debootstrap() {
     log "built $image (recipe $hash, source debootstrap) in $((SECONDS - start))s"
 }
 
-build_language() {
+ensure_debootstrap() {
+    command -v debootstrap >/dev/null 2>&1 && return 0
+    [ "$(id -u)" = 0 ] || die "debootstrap needs root"
+    log "installing debootstrap"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-cache show debootstrap >/dev/null 2>&1 || apt-get update -qq
+    apt-get install -y -qq debootstrap >/dev/null || die "apt-get install debootstrap failed"
+}
+
+# Print "<source> <recipe hash>" of a language's image, or nothing when that image is up to date.
+plan_language() {
     local language="$1" image source recipe hash existing
     image="$(image_of "$language")"
     source=debootstrap
@@ -171,15 +175,33 @@ build_language() {
         log "$image is up to date (recipe $hash); nothing to do"
         return 0
     fi
-    if [ "$source" = registry ]; then
-        build_registry_python "$image" "$hash"
-    else
-        build_debootstrap "$language" "$image" "$hash"
-    fi
+    echo "$source $hash"
 }
 
 languages=("$@")
 [ ${#languages[@]} -gt 0 ] || languages=(python cpp javascript)
+todo=()
 for language in "${languages[@]}"; do
-    build_language "$language"
+    plan="$(plan_language "$language")"
+    [ -z "$plan" ] || todo+=("$language $plan")
 done
+[ ${#todo[@]} -gt 0 ] || exit 0
+for item in "${todo[@]}"; do
+    case "$item" in *" debootstrap "*) [ -s "$CACHE_DIR/agent-base-${item##* }.tar" ] || ensure_debootstrap ;; esac
+done
+# The images are independent: build them at once (debootstrap mostly waits on downloads and the disk).
+pids=()
+for item in "${todo[@]}"; do
+    read -r language source hash <<<"$item"
+    if [ "$source" = registry ]; then
+        build_registry_python "$(image_of "$language")" "$hash" &
+    else
+        build_debootstrap "$language" "$(image_of "$language")" "$hash" &
+    fi
+    pids+=("$!")
+done
+failed=0
+for pid in "${pids[@]}"; do
+    wait "$pid" || failed=1
+done
+[ "$failed" = 0 ] || die "building a base image failed (see above)"
