@@ -310,6 +310,8 @@ PAUSE_AFTER_ERROR_DUELS = env_int("PAUSE_AFTER_ERROR_DUELS", 3, minimum=0)
 PLAY_INACTIVITY_SECONDS = env_float("PLAY_INACTIVITY_SECONDS", 120.0, minimum=1.0)
 PLAY_POLL_SECONDS = env_float("PLAY_POLL_SECONDS", 0.1, minimum=0.01)
 CHALLENGES_PER_DAY = env_int("CHALLENGES_PER_DAY", 5, minimum=0)
+# Live games one person may have running at once; more wait in order (core/actions/play.py).
+PLAY_MAX_LIVE_PER_USER = env_int("PLAY_MAX_LIVE_PER_USER", 2, minimum=1)
 # Absolute links in notification emails ("https://arena.example.org"); empty: site paths only.
 SITE_URL = (env_str("SITE_URL", "") or "").rstrip("/")
 

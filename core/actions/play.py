@@ -77,14 +77,45 @@ def start_play_session(user: Any, competitor_id: int, *, human_first: bool = Tru
             states=[initial] if game.has_chance else [],
             last_activity_at=now,
         )
-        enqueue_on_commit(PlaySession.task_name, session.pk)
+        admit_waiting_games(user.pk)
     return session
+
+
+def games_ahead(session: PlaySession) -> int:
+    """How many of the same person's unfinished games were opened before ``session``."""
+    return (
+        PlaySession.objects.filter(user_id=session.user_id, pk__lt=session.pk)
+        .exclude(status=PlaySession.Status.FINISHED)
+        .count()
+    )
+
+
+def admit_waiting_games(user_id: int) -> None:
+    """Send, on commit, the hint of each QUEUED game of ``user_id`` among their first
+    ``PLAY_MAX_LIVE_PER_USER`` unfinished ones (oldest first): only those may be claimed by a worker
+    (:func:`claim_play_session`), so one person holds at most that many worker slots; the others wait,
+    in order, for one of these to end. A second hint for a game is harmless: claiming is atomic."""
+    cap = settings.PLAY_MAX_LIVE_PER_USER
+    first = (
+        PlaySession.objects.filter(user_id=user_id)
+        .exclude(status=PlaySession.Status.FINISHED)
+        .order_by("pk")
+        .values_list("pk", "status")[:cap]
+    )
+    for session_id, status in list(first):
+        if status == PlaySession.Status.QUEUED:
+            enqueue_on_commit(PlaySession.task_name, session_id)
 
 
 def claim_play_session(session_id: int, worker: str | None = None) -> PlaySession | None:
     """The worker that will run the agent takes a QUEUED session, or a PLAYING one whose worker stopped
     sending heartbeats (the game resumes from its stored state with a fresh agent). ``None``: someone else
     has it, or it is over. The inactivity clock restarts now, when the agent is about to be launched."""
+    waiting = PlaySession.objects.filter(pk=session_id).only("pk", "user_id").first()
+    if waiting is None or games_ahead(waiting) >= settings.PLAY_MAX_LIVE_PER_USER:
+        # Over the person's cap: it waits; the end of an earlier game sends its hint (admit_waiting_games).
+        # Nothing can push it back once admitted: only games opened earlier count, and they only end.
+        return None
     with transaction.atomic():
         session = claim_job(PlaySession, session_id, worker)
         if session is None:
@@ -102,6 +133,10 @@ def _finish(session: PlaySession, result: str, kind: str = "", message: str = ""
     session.error_kind = kind
     session.error_msg = message
     session.finished_at = timezone.now()
+    user_id = session.user_id
+    # The game frees one of its person's live slots: their next waiting game may start (after commit,
+    # when this end is visible to the claim's count).
+    transaction.on_commit(lambda: admit_waiting_games(user_id))
 
 
 def _apply(session: PlaySession, action: int, move_time: float | None) -> None:
@@ -271,11 +306,17 @@ def abandon_stale_play_sessions(max_idle_s: float | None = None) -> int:
     Returns how many were ended."""
     idle = max_idle_s if max_idle_s is not None else 3 * inactivity_timeout() + 60
     cutoff = db_in(-idle)
-    return PlaySession.objects.filter(
+    stale = PlaySession.objects.filter(
         status__in=(PlaySession.Status.QUEUED, PlaySession.Status.PLAYING), last_activity_at__lt=cutoff
-    ).update(
-        status=PlaySession.Status.FINISHED,
-        result=PlaySession.Result.FAILED,
-        error_msg="The game was left without a worker and has been closed.",
-        finished_at=db_now(),
     )
+    with transaction.atomic():
+        users = set(stale.values_list("user_id", flat=True))
+        closed = stale.update(
+            status=PlaySession.Status.FINISHED,
+            result=PlaySession.Result.FAILED,
+            error_msg="The game was left without a worker and has been closed.",
+            finished_at=db_now(),
+        )
+        for user_id in users:
+            admit_waiting_games(user_id)
+    return closed

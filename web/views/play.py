@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -19,7 +20,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import ActionError
 from core.actions.challenge import issue_challenge
-from core.actions.play import IllegalMoveError, human_move, inactivity_timeout, start_play_session
+from core.actions.play import (
+    IllegalMoveError,
+    games_ahead,
+    human_move,
+    inactivity_timeout,
+    start_play_session,
+)
 from core.models import PlaySession
 from web import queries
 from web.error_privacy import play_detail, play_sentence
@@ -36,6 +43,13 @@ def _names(session: PlaySession) -> tuple[str, str]:
     """(human, agent) display names."""
     agent = f"{session.revision.competitor.name} v{session.revision.version}"
     return session.user.public_name, agent
+
+
+def waiting_behind(session: PlaySession) -> int:
+    """How many of the person's earlier games must end before this QUEUED one may start (0: it may)."""
+    if session.status != PlaySession.Status.QUEUED:
+        return 0
+    return max(0, games_ahead(session) - settings.PLAY_MAX_LIVE_PER_USER + 1)
 
 
 def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
@@ -65,6 +79,9 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
         "error_detail": play_detail(
             session.result, session.error_msg, user, session.revision.competitor.owner_id
         ),
+        # Over the person's cap of live games (PLAY_MAX_LIVE_PER_USER), a game waits for an earlier one.
+        "waiting_behind": waiting_behind(session),
+        "live_cap": settings.PLAY_MAX_LIVE_PER_USER,
         "human_seat": session.human_seat,
         "moves": session.moves,
         # While the game runs, only what the person's seat may see (Leduc: not the agent's card).

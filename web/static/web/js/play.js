@@ -36,6 +36,9 @@
   }
 
   Play.prototype.statusText = function (d) {
+    if (d.status === "QUEUED" && d.waiting_behind) {  // over the person's live-game cap: it waits its turn
+      return "Waiting: your other live games use your " + d.live_cap + " places; this one starts when one ends.";
+    }
     if (d.status === "QUEUED") return "Starting the agent…";
     if (d.status === "FINISHED") return "Game over: " + d.result_display + ".";
     if (d.your_turn) return "Your move.";
