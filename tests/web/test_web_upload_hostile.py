@@ -82,3 +82,41 @@ def test_the_api_refuses_a_path_1500_folders_deep_with_one_line(client, alice, e
     assert message.endswith("is 1501 folders deep; the limit is 32.")
     assert "\n" not in message
     assert not Revision.objects.exists()
+
+
+def _zip_bytes(files: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_the_syntax_check_compiles_a_bounded_amount_of_source() -> None:
+    """Once the compile budget is spent, later modules are left to the smoke test: the error in the last
+    one is not looked for (200 modules of 1 MiB of dense code used to hold the request 333 s)."""
+    from web.agent_check import MAX_TOTAL_SOURCE_BYTES, first_syntax_error
+
+    player = b"class Player: ...\n"
+    bad = b"def (:\n" + b"#" * 100
+    filler = b"x = 1\n" * ((MAX_TOTAL_SOURCE_BYTES - len(player) - len(bad) // 2) // 6)
+    spent = _zip_bytes({"player.py": player, "a.py": filler, "b.py": filler, "z.py": bad})
+    with SimpleUploadedFile("spent.zip", spent).open() as upload:
+        assert first_syntax_error(upload) is None
+    within = _zip_bytes({"player.py": player, "z.py": bad})
+    with SimpleUploadedFile("within.zip", within).open() as upload:
+        assert (first_syntax_error(upload) or "").startswith("z.py, line 1")
+
+
+def test_source_too_deep_for_the_compiler_is_the_uploaders_error(alice_client, env) -> None:
+    archive = _zip_bytes({"player.py": b"x = " + b"-" * 100_000 + b"1\n"})
+    response = alice_client.post(
+        reverse("web:upload"),
+        {"environment": env.slug, "name": "deep-bot", "file": SimpleUploadedFile("deep.zip", archive)},
+    )
+    assert response.status_code == 400
+    assert "player.py: too deeply nested for Python to compile" in response.content.decode()
+    assert not Revision.objects.exists()
