@@ -87,6 +87,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Answers the balancer's /healthz probe before anything else runs (web/views/health.py).
+    "web.views.health.HealthzMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Refuses bodies over the upload cap from Content-Length alone, before CSRF or forms read them.
     "web.middleware.UploadSizeLimitMiddleware",

@@ -45,9 +45,19 @@ def _rewrite(text: str, root: Path, http_port: int, tls_port: int, upstream: str
 
 
 def render_nginx(
-    root: Path, *, http_port: int, upstream: str, tls_port: int | None = None, mime_types: Path | None = None
+    root: Path,
+    *,
+    http_port: int,
+    upstream: str,
+    tls_port: int | None = None,
+    mime_types: Path | None = None,
+    worker_processes: str = "1",
+    worker_connections: int = 256,
 ) -> RenderedNginx:
-    """Write nginx.conf (+ snippets, optional TLS server) under ``root``; return the paths."""
+    """Write nginx.conf (+ snippets, optional TLS server) under ``root``; return the paths.
+
+    ``worker_processes="auto"`` and ``worker_connections=1024`` are what the official nginx image's own
+    nginx.conf sets (benchmarks/bench_web.py runs that way); tests keep one small worker."""
     for sub in ("snippets", "static", "data", "certbot", "certs", "temp", "logs", "cache"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     for snippet in (NGINX_DIR / "snippets").glob("*.conf"):
@@ -65,10 +75,10 @@ def render_nginx(
     conf.write_text(
         f"""
 {user}
-worker_processes 1;
+worker_processes {worker_processes};
 pid {root}/nginx.pid;
 error_log {root}/logs/error.log warn;
-events {{ worker_connections 256; }}
+events {{ worker_connections {worker_connections}; }}
 http {{
     include {mime};
     default_type application/octet-stream;

@@ -121,3 +121,17 @@ def test_head_to_head_reads_the_pair_counts_the_results_added(client, ranked):
     assert rows[other.pk].duels == 2
     assert rows[other.pk].opponent_errors == 3
     assert rows[other.pk].matches == 2 + 3
+
+
+def test_leaderboard_json_is_the_same_for_signed_in_clients_and_browsers_get_the_browsable_api(
+    ranked, env, alice
+):
+    anonymous, signed_in = APIClient(), APIClient()
+    signed_in.force_login(alice)
+    url = _leaderboard_url(env, limit=2, offset=1)
+    assert signed_in.get(url).json() == anonymous.get(url).json()
+    assert "private" not in anonymous.get(url)["Cache-Control"]
+    html = anonymous.get(url, HTTP_ACCEPT="text/html")
+    assert html.status_code == 200 and html["Content-Type"].startswith("text/html")
+    assert "greedy" in html.content.decode()  # offset 1, limit 2: random and greedy
+    assert anonymous.get(_leaderboard_url(env, limit=0), HTTP_ACCEPT="text/html").status_code == 400

@@ -194,6 +194,13 @@ def test_healthz_checks_the_database(client, db):
     assert response.json() == {"status": "ok", "database": "ok"}
 
 
+def test_healthz_answers_a_probe_by_ip_before_other_middleware(client, db, django_assert_num_queries):
+    with django_assert_num_queries(1):  # SELECT 1; no session, no user
+        response = client.get("/healthz", HTTP_HOST="10.1.2.3")  # not in ALLOWED_HOSTS
+    assert response.status_code == 200 and response.json()["status"] == "ok"
+    assert "no-store" in response["Cache-Control"] and not response.cookies
+
+
 def test_leaderboard_fragment_is_cached_until_ratings_change(client, env, bob, django_assert_max_num_queries):
     comp = factories.competitor(bob, env, "steady")
     rating = factories.rate(comp, 25, 2, history=0)

@@ -3,24 +3,25 @@
 - Pages: ``?limit=`` (default ``DEFAULT_LIMIT``, at most ``MAX_LIMIT``) and ``?offset=``; the body is the
   API's usual page, ``{"count", "next", "previous", "results"}``, plus the ``version`` of the ratings it
   was built from (a client paging through sees whether the ranking changed between its requests).
-- Caching: the version is one query (the game's ratings: count and latest ``updated_at``, which the tie
-  fit also raises). Each page's JSON bytes are cached per (version, page, host); every page of a version is
-  sliced from one cached, serialized ranking, so a rating change costs one ``leaderboard()`` build.
+- Caching: the version is one indexed query (the game's latest ``Rating.updated_at``, which every rating
+  run and the tie fit raise; ``web.page_cache.game_version``). Each page's JSON bytes are cached per
+  (version, page, host); every page of a version is sliced from one cached, serialized ranking, so a
+  rating change costs one ``leaderboard()`` build. Entries live ``WEB_PAGE_CACHE_SECONDS``.
 - HTTP: a strong ``ETag`` per (version, page); ``If-None-Match`` gets a 304 before any cache lookup;
   ``Cache-Control: public, max-age=WEB_PUBLIC_MAX_AGE`` (nginx's micro-cache keeps it that long).
 
-A request costs 2 SQL queries (the game with its ratings version, then nothing on a cache hit) whatever the
-number of competitors and matches.
+A request costs 1 SQL query on a cache hit (the version; the ranking's 2 more when it is rebuilt), whatever
+the number of competitors and matches.
 """
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.db.models import Count, Max
-from django.http import Http404, HttpResponse
-from django.utils.cache import get_conditional_response
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import get_conditional_response, patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -33,36 +34,85 @@ from core.models import Environment
 from web import queries
 from web.api import serializers as s
 from web.api.renderers import RENDERERS
-from web.page_cache import etag_for, mark_public
+from web.page_cache import etag_for, game_version, is_anonymous, mark_public, page_cache_seconds
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-#: How long a serialized ranking or page stays cached (a new version makes new keys anyway).
-CACHE_SECONDS = 600
 
 
-def _int_param(request: Request, name: str, default: int, minimum: int, maximum: int | None) -> int:
-    raw = request.query_params.get(name, "")
+class BadParameter(ValueError):
+    """A query parameter out of range: ``{name: [message]}`` in a 400 answer."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.detail = {name: [message]}
+
+
+def _int_param(params: Any, name: str, default: int, minimum: int, maximum: int | None) -> int:
+    raw = params.get(name, "")
     if raw == "":
         return default
     if not raw.isdigit() or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
-        raise ValidationError({name: f"must be an integer {bound}"})
+        raise BadParameter(name, f"must be an integer {bound}")
     return int(raw)
+
+
+def _link(request: HttpRequest, limit: int, offset: int) -> str:
+    params = {"limit": limit, "offset": offset} if offset else {"limit": limit}
+    return request.build_absolute_uri(request.path) + "?" + urlencode(params)
+
+
+def page_data(request: HttpRequest, environment_id: int, version: str, limit: int, offset: int) -> dict:
+    """One page of the ranking as a dict (``count``, ``version``, ``next``, ``previous``, ``results``)."""
+    rows = serialized_rows(environment_id, version)
+    return {
+        "count": len(rows),
+        "version": version,
+        "next": _link(request, limit, offset + limit) if offset + limit < len(rows) else None,
+        "previous": _link(request, limit, max(0, offset - limit)) if offset > 0 else None,
+        "results": rows[offset : offset + limit],
+    }
+
+
+def json_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The JSON answer: 304 for a current ``If-None-Match``, else the page's cached bytes."""
+    try:
+        limit = _int_param(request.GET, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        offset = _int_param(request.GET, "offset", 0, 0, None)
+    except BadParameter as exc:
+        return JsonResponse(exc.detail, status=400)
+    found = ratings_version(slug)
+    if found is None:
+        return JsonResponse({"detail": "No such game."}, status=404)
+    environment_id, version = found
+    etag = etag_for("leaderboard", version, limit, offset)
+    not_modified = get_conditional_response(request, etag=etag)
+    if not_modified is not None:
+        return mark_public(not_modified, etag)
+    key = f"web:leaderboard-page:{etag.strip(chr(34))}:{request.get_host()}:{request.scheme}"
+    body = cache.get(key)
+    if body is None:
+        body = JSONRenderer().render(page_data(request, environment_id, version, limit, offset))
+        cache.set(key, body, timeout=page_cache_seconds())
+    response = mark_public(HttpResponse(body, content_type="application/json"), etag)
+    patch_vary_headers(response, ("Accept",))
+    return response
+
+
+def _plain_json(request: HttpRequest) -> bool:
+    """An anonymous request that wants JSON (not the browsable API, no credentials to check)."""
+    return (
+        is_anonymous(request)
+        and request.GET.get("format", "json") == "json"
+        and "text/html" not in request.headers.get("Accept", "")
+    )
 
 
 def ratings_version(slug: str) -> tuple[int, str] | None:
     """``(environment id, version string)`` of an active game, in one query; None if there is no such game."""
-    row = (
-        Environment.objects.filter(slug=slug, is_active=True)
-        .annotate(n=Count("ratings"), m=Max("ratings__updated_at"))
-        .values_list("pk", "n", "m")
-        .first()
-    )
-    if row is None:
-        return None
-    pk, n, latest = row
-    return pk, f"{pk}-{n}-{latest.timestamp() if latest else 0}"
+    found = game_version(slug)
+    return None if found is None else (found[0], f"{found[0]}-{found[1] or 0}")
 
 
 def serialized_rows(environment_id: int, version: str) -> list[dict]:
@@ -72,7 +122,7 @@ def serialized_rows(environment_id: int, version: str) -> list[dict]:
     if rows is None:
         ranked = queries.leaderboard(Environment.objects.get(pk=environment_id))
         rows = [dict(r) for r in s.LeaderboardEntrySerializer(ranked, many=True).data]
-        cache.set(key, rows, timeout=CACHE_SECONDS)
+        cache.set(key, rows, timeout=page_cache_seconds())
     return rows
 
 
@@ -102,38 +152,23 @@ class Leaderboard(APIView):
             },
         ),
     )
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        """Anonymous JSON requests skip the framework (content negotiation, authentication, throttling:
+        about half of their CPU); browsers and authenticated clients get the full API view."""
+        if _plain_json(request):
+            return json_page(request, kwargs["slug"])
+        return super().dispatch(request, *args, **kwargs)
+
     def get(self, request: Request, slug: str) -> HttpResponse:
-        """One page of the ranking."""
-        limit = _int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        offset = _int_param(request, "offset", 0, 0, None)
+        """One page of the ranking (the browsable API, or JSON for an authenticated client)."""
+        if request.accepted_renderer.format == "json":
+            return json_page(request._request, slug)
+        try:
+            limit = _int_param(request.query_params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+            offset = _int_param(request.query_params, "offset", 0, 0, None)
+        except BadParameter as exc:
+            raise ValidationError(exc.detail) from exc
         found = ratings_version(slug)
         if found is None:
             raise Http404("No such game.")
-        environment_id, version = found
-        as_json = request.accepted_renderer.format == "json"
-        etag = etag_for("leaderboard", version, limit, offset, as_json)
-        if as_json:
-            not_modified = get_conditional_response(request, etag=etag)
-            if not_modified is not None:
-                return mark_public(not_modified, etag)
-        key = f"web:leaderboard-page:{etag.strip(chr(34))}:{request.get_host()}:{request.scheme}"
-        body = cache.get(key) if as_json else None
-        if body is None:
-            rows = serialized_rows(environment_id, version)
-            page = {
-                "count": len(rows),
-                "version": version,
-                "next": self._link(request, limit, offset + limit) if offset + limit < len(rows) else None,
-                "previous": self._link(request, limit, max(0, offset - limit)) if offset > 0 else None,
-                "results": rows[offset : offset + limit],
-            }
-            if not as_json:  # the browsable API (HTML)
-                return Response(page)
-            body = JSONRenderer().render(page)
-            cache.set(key, body, timeout=CACHE_SECONDS)
-        return mark_public(HttpResponse(body, content_type="application/json"), etag)
-
-    @staticmethod
-    def _link(request: Request, limit: int, offset: int) -> str:
-        params = {"limit": limit, "offset": offset} if offset else {"limit": limit}
-        return request.build_absolute_uri(request.path) + "?" + urlencode(params)
+        return Response(page_data(request._request, *found, limit, offset))
