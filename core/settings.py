@@ -411,6 +411,16 @@ TM_NEIGHBOURS = env_int("TM_NEIGHBOURS", 5, minimum=1)
 TM_RANDOM_SHARE = env_float("TM_RANDOM_SHARE", 0.0, minimum=0.0, maximum=1.0)
 TM_MAX_IN_FLIGHT = env_int("TM_MAX_IN_FLIGHT", 1, minimum=1)
 TM_IDLE_AFTER_SECONDS = env_float("TM_IDLE_AFTER_SECONDS", 3600.0, minimum=0.0)
+# Duels per worker-second (tournament_manager/duel_plan.py): a duel's cost is TM_DUEL_FIXED_SECONDS (sandbox
+# start/stop) + TM_DUEL_MATCH_SECONDS per match; lengths are even, TM_MIN_DUEL_MATCHES..TM_MAX_DUEL_MATCHES
+# (0: 4 x the game's matches_per_duel). Settled pairs rest; TM_DAILY_DUELS caps a competitor's duels a day.
+TM_DUEL_FIXED_SECONDS = env_float("TM_DUEL_FIXED_SECONDS", 0.5, minimum=0.0)
+TM_DUEL_MATCH_SECONDS = env_float("TM_DUEL_MATCH_SECONDS", 0.05, minimum=0.001)
+TM_MIN_DUEL_MATCHES = env_int("TM_MIN_DUEL_MATCHES", 2, minimum=1)
+TM_MAX_DUEL_MATCHES = env_int("TM_MAX_DUEL_MATCHES", 0, minimum=0)
+TM_SETTLED_PROBABILITY = env_float("TM_SETTLED_PROBABILITY", 0.02, minimum=0.0, maximum=0.49)
+TM_SETTLED_SIGMA = env_float("TM_SETTLED_SIGMA", 1.0, minimum=0.0)
+TM_DAILY_DUELS = env_int("TM_DAILY_DUELS", 200, minimum=0)
 # Bradley-Terry tie fits (tournament_manager/tie_fit.py).
 TM_TIE_FIT_DELAY_SECONDS = env_float("TM_TIE_FIT_DELAY_SECONDS", 60.0, minimum=0.0)
 TM_TIE_FIT_CHECK_INTERVAL_SECONDS = env_float("TM_TIE_FIT_CHECK_INTERVAL_SECONDS", 600.0, minimum=1.0)

@@ -35,13 +35,18 @@ from core.models import (
     TournamentParticipant,
 )
 from tournament_manager import tie_fit
+from tournament_manager.duel_plan import DuelCost, even_lengths
 from tournament_manager.editions import DuelOutcome, round_robin_pairs, standings
 from tournament_manager.ladder import DuelRecord, RatingState, apply_duel
-from tournament_manager.matchmaking import Candidate, MatchmakingPolicy, choose_pairs
+from tournament_manager.matchmaking import Candidate, MatchmakingPolicy, plan_duels
 from tournament_manager.rating import Rater, Skill, get_rater
 
 log = logging.getLogger(__name__)
 
+#: The longest ladder duel, as a multiple of the game's ``matches_per_duel`` (``TM_MAX_DUEL_MATCHES`` 0).
+DUEL_LENGTH_FACTOR = 4
+#: The Docker sandbox's measured cost (benchmarks/fixtures/duel_cost.json) when settings give none.
+DEFAULT_DUEL_COST = DuelCost(fixed_s=0.5, per_match_s=0.01)
 #: Duel kinds whose results move ratings (challenges are friendly games).
 RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
 _ACTIVE_DUEL = (Duel.State.QUEUED, Duel.State.RUNNING)
@@ -207,7 +212,7 @@ def rate_pending_duels(environment_id: int, *, limit: int | None = None) -> int:
     """
     rater = get_environment_rater()
     with transaction.atomic():
-        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        Environment.objects.select_for_update(no_key=True).only("pk").get(pk=environment_id)
         pending = Duel.objects.filter(environment_id=environment_id, state=Duel.State.FINISHED, rated=False)
         duels = list(pending.order_by("finished_at", "pk").values(*_DUEL_FIELDS, "tournament_id")[:limit])
         if not duels:
@@ -234,7 +239,7 @@ def recompute_ratings(environment_id: int) -> int:
     """
     rater = get_environment_rater()
     with transaction.atomic():
-        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        Environment.objects.select_for_update(no_key=True).only("pk").get(pk=environment_id)
         finished = Duel.objects.filter(environment_id=environment_id, state=Duel.State.FINISHED)
         rated = list(
             finished.filter(rated=True).order_by("rated_at", "finished_at", "pk").values(*_DUEL_FIELDS)
@@ -266,10 +271,26 @@ def recompute_ratings(environment_id: int) -> int:
 # --- ladder matchmaking --------------------------------------------------------------------------------
 
 
-def ladder_policy() -> MatchmakingPolicy:
+def duel_cost() -> DuelCost:
+    """The sandbox's cost model from settings ``TM_DUEL_FIXED_SECONDS`` and ``TM_DUEL_MATCH_SECONDS``."""
+    return DuelCost(
+        getattr(settings, "TM_DUEL_FIXED_SECONDS", DEFAULT_DUEL_COST.fixed_s),
+        getattr(settings, "TM_DUEL_MATCH_SECONDS", DEFAULT_DUEL_COST.per_match_s),
+    )
+
+
+def ladder_policy(matches_per_duel: int | None = None, cost: DuelCost | None = None) -> MatchmakingPolicy:
     """The matchmaking policy from settings ``TM_PLACEMENT_MATCHES``, ``TM_RANDOM_SHARE``, ``TM_NEIGHBOURS``,
-    ``TM_MAX_IN_FLIGHT`` and ``TM_IDLE_AFTER_SECONDS`` (defaults: :class:`MatchmakingPolicy`'s)."""
+    ``TM_MAX_IN_FLIGHT``, ``TM_IDLE_AFTER_SECONDS``, ``TM_SETTLED_PROBABILITY``, ``TM_SETTLED_SIGMA`` and
+    ``TM_DAILY_DUELS`` (defaults: :class:`MatchmakingPolicy`'s). With the game's ``matches_per_duel``, duel
+    lengths are chosen per pairing among the even numbers from ``TM_MIN_DUEL_MATCHES`` to
+    ``TM_MAX_DUEL_MATCHES`` (0: ``DUEL_LENGTH_FACTOR`` x ``matches_per_duel``) with the cost model
+    ``cost`` (default :func:`duel_cost`)."""
     default = MatchmakingPolicy()
+    lengths: tuple[int, ...] = ()
+    if matches_per_duel:
+        high = getattr(settings, "TM_MAX_DUEL_MATCHES", 0) or DUEL_LENGTH_FACTOR * matches_per_duel
+        lengths = even_lengths(getattr(settings, "TM_MIN_DUEL_MATCHES", 2), high)
     return MatchmakingPolicy(
         placement_matches=getattr(settings, "TM_PLACEMENT_MATCHES", default.placement_matches),
         random_share=getattr(settings, "TM_RANDOM_SHARE", default.random_share),
@@ -278,7 +299,22 @@ def ladder_policy() -> MatchmakingPolicy:
         idle_after=timedelta(
             seconds=getattr(settings, "TM_IDLE_AFTER_SECONDS", default.idle_after.total_seconds())
         ),
+        cost=(cost or duel_cost()) if lengths else None,
+        duel_lengths=lengths,
+        settle_probability=getattr(settings, "TM_SETTLED_PROBABILITY", default.settle_probability),
+        settle_sigma=getattr(settings, "TM_SETTLED_SIGMA", default.settle_sigma),
+        daily_duels=getattr(settings, "TM_DAILY_DUELS", default.daily_duels),
     )
+
+
+def _count_by_competitor(duels: Any, ids: list[int]) -> dict[int, int]:
+    """How many of ``duels`` each competitor of ``ids`` plays in (two queries)."""
+    counts: dict[int, int] = dict.fromkeys(ids, 0)
+    for field in ("revision_1__competitor_id", "revision_2__competitor_id"):
+        for cid, n in duels.values_list(field).annotate(n=Count("pk")).order_by():
+            if cid in counts:
+                counts[cid] += n
+    return counts
 
 
 def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[tuple[Candidate, int]]:
@@ -298,11 +334,11 @@ def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[t
     ids = [c["pk"] for c in competitors]
     ratings = _load_states(environment_id, ids)
     active = Duel.objects.filter(environment_id=environment_id, state__in=_ACTIVE_DUEL)
-    in_flight: dict[int, int] = dict.fromkeys(ids, 0)
-    for field in ("revision_1__competitor_id", "revision_2__competitor_id"):
-        for cid, n in active.values_list(field).annotate(n=Count("pk")).order_by():
-            if cid in in_flight:
-                in_flight[cid] += n
+    in_flight = _count_by_competitor(active, ids)
+    since = timezone.now() - timedelta(days=1)
+    ladder = Duel.objects.filter(environment_id=environment_id, kind=Duel.Kind.LADDER)
+    finished = ladder.filter(finished_at__gte=since)
+    today = _count_by_competitor(finished, ids)  # plus the ones in flight: the daily budget counts both
     out = []
     for c in competitors:
         row = ratings.get(c["pk"])
@@ -313,7 +349,9 @@ def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[t
             skill, matches, last = state.skill, state.matches, state.last_played_at
             if state.revision is not None and state.revision != c["current_revision_id"]:
                 skill, matches = rater.reset_uncertainty(skill), 0
-        out.append((Candidate(c["pk"], skill, matches, last, in_flight[c["pk"]]), c["current_revision_id"]))
+        busy = in_flight[c["pk"]]
+        cand = Candidate(c["pk"], skill, matches, last, busy, duels_today=today[c["pk"]] + busy)
+        out.append((cand, c["current_revision_id"]))
     return out
 
 
@@ -334,7 +372,7 @@ def matchmake(
     rater = get_environment_rater()
     created: list[Duel] = []
     with transaction.atomic():
-        env = Environment.objects.select_for_update().get(pk=environment_id)
+        env = Environment.objects.select_for_update(no_key=True).get(pk=environment_id)
         if not env.is_active:
             return []
         if batch_size is None:
@@ -346,10 +384,15 @@ def matchmake(
             return []
         cands = ladder_candidates(environment_id, rater)
         revision_of = {c.id: rev for c, rev in cands}
-        pairs = choose_pairs([c for c, _ in cands], batch_size, rater, rng, timezone.now(), ladder_policy())
-        for a, b in pairs:
-            first, second = (a, b) if rng.random() < 0.5 else (b, a)
-            created.append(schedule_duel(revision_of[first], revision_of[second], kind=Duel.Kind.LADDER))
+        policy = ladder_policy(env.matches_per_duel)
+        planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, timezone.now(), policy)
+        for duel in planned:
+            first, second = (duel.a, duel.b) if rng.random() < 0.5 else (duel.b, duel.a)
+            created.append(
+                schedule_duel(
+                    revision_of[first], revision_of[second], kind=Duel.Kind.LADDER, num_matches=duel.matches
+                )
+            )
     return created
 
 
@@ -373,7 +416,7 @@ def start_tournament(environment_id: int, revision_ids: list[int] | None = None)
     Returns ``None`` (and creates nothing) when fewer than two revisions would take part.
     """
     with transaction.atomic():
-        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        Environment.objects.select_for_update(no_key=True).only("pk").get(pk=environment_id)
         revisions = sorted(revision_ids if revision_ids is not None else eligible_revisions(environment_id))
         if len(revisions) < 2:
             return None
@@ -441,7 +484,7 @@ def check_editions(environment_id: int) -> Tournament | None:
     """Start a new edition when the set of eligible revisions differs from the latest edition's (and no
     edition is running). Returns the new edition, if any."""
     with transaction.atomic():
-        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
+        Environment.objects.select_for_update(no_key=True).only("pk").get(pk=environment_id)
         latest = Tournament.objects.filter(environment_id=environment_id).order_by("-edition").first()
         if latest is not None and latest.state in (Tournament.State.PENDING, Tournament.State.RUNNING):
             return None

@@ -16,6 +16,14 @@
    random pairs);
 4. **random** - ``random_share`` of the slots (0 by default): uniformly random pairs.
 
+With a cost model (``policy.cost``, :mod:`tournament_manager.duel_plan`) :func:`plan_duels` also chooses
+each duel's length from ``policy.duel_lengths`` and pass 3 ranks pairs by expected ordering doubt
+removed per worker-second instead of by doubt. **Resting** (``settle_probability`` / ``settle_sigma``):
+settled pairs are not replayed, the idle pass serves only competitors with an unsettled neighbour, and
+free slots are left empty instead of being filled with random pairs, so a league that knows its order
+stops playing. **Daily budget** (``daily_duels``): a competitor that played that many duels in the
+last 24 hours is only used as a placement opponent (new revisions first).
+
 Measured on the TrueSkill/Dask article's game (``benchmarks/bench_rating_quality.py``, 64 agents, 10
 seeds, defaults): pass 3 orders 0.952 of the pairs correctly after 500 matches and 0.994 after 1,500,
 where the first design (most uncertain competitor vs most informative opponent plus 1/4 random pairs)
@@ -33,6 +41,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from tournament_manager.duel_plan import DuelCost, best_length, is_settled
 from tournament_manager.rating import Rater, Skill
 
 
@@ -46,6 +55,17 @@ class Candidate:
     last_played_at: datetime | None
     in_flight: int = 0
     paused: bool = False
+    #: Ladder duels in the last 24 hours (for ``MatchmakingPolicy.daily_duels``).
+    duels_today: int = 0
+
+
+@dataclass(frozen=True)
+class PlannedDuel:
+    """A pair to schedule and its length (``None``: the game's ``matches_per_duel``)."""
+
+    a: Hashable
+    b: Hashable
+    matches: int | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +82,21 @@ class MatchmakingPolicy:
     max_in_flight: int = 1
     #: A competitor that has not played for this long is served before busier ones.
     idle_after: timedelta = timedelta(hours=1)
+    #: Worker-seconds of a duel; ``None``: every duel has the game's length and pass 3 ranks by doubt.
+    cost: DuelCost | None = None
+    #: Allowed duel lengths with a cost model (even numbers); empty: the game's ``matches_per_duel``.
+    duel_lengths: tuple[int, ...] = ()
+    #: A pair whose P(wrong order) is below this is settled and not replayed (0: never).
+    settle_probability: float = 0.02
+    #: A pair whose two sigmas are both below this is settled and not replayed (0: never).
+    settle_sigma: float = 1.0
+    #: Ladder duels a competitor may play per 24 hours outside placement opponents' duty (0: no limit).
+    daily_duels: int = 200
+
+    @property
+    def rests(self) -> bool:
+        """Whether settled pairs are left alone."""
+        return self.settle_probability > 0.0 or self.settle_sigma > 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.random_share <= 1.0:
@@ -70,6 +105,12 @@ class MatchmakingPolicy:
             raise ValueError(f"max_in_flight must be >= 1, got {self.max_in_flight}")
         if self.neighbours < 1:
             raise ValueError(f"neighbours must be >= 1, got {self.neighbours}")
+        if not 0.0 <= self.settle_probability < 0.5:
+            raise ValueError(f"settle_probability must be in [0, 0.5), got {self.settle_probability}")
+        if self.settle_sigma < 0.0 or self.daily_duels < 0:
+            raise ValueError("settle_sigma and daily_duels must be >= 0")
+        if any(k < 1 for k in self.duel_lengths):
+            raise ValueError(f"duel lengths must be >= 1, got {self.duel_lengths}")
 
 
 DEFAULT_POLICY = MatchmakingPolicy()
@@ -116,6 +157,18 @@ def choose_pairs(
     policy: MatchmakingPolicy = DEFAULT_POLICY,
 ) -> list[tuple[Hashable, Hashable]]:
     """Up to ``batch_size`` disjoint pairs ``(id_a, id_b)`` to schedule next (see the module docstring)."""
+    return [(d.a, d.b) for d in plan_duels(candidates, batch_size, rater, rng, now, policy)]
+
+
+def plan_duels(
+    candidates: list[Candidate],
+    batch_size: int,
+    rater: Rater,
+    rng: random.Random,
+    now: datetime,
+    policy: MatchmakingPolicy = DEFAULT_POLICY,
+) -> list[PlannedDuel]:
+    """Up to ``batch_size`` disjoint duels to schedule next, with their lengths (module docstring)."""
     if batch_size < 0:
         raise ValueError(f"batch_size must be >= 0, got {batch_size}")
     ids = [c.id for c in candidates]
@@ -126,60 +179,86 @@ def choose_pairs(
         for c in sorted(candidates, key=_sort_key)
         if not c.paused and c.in_flight < policy.max_in_flight
     }
-    pairs: list[tuple[Hashable, Hashable]] = []
+    budget_left = {
+        c.id for c in pool.values() if not policy.daily_duels or c.duels_today < policy.daily_duels
+    }
+    pairs: list[PlannedDuel] = []
+    cost = policy.cost if policy.duel_lengths else None
 
-    def best_opponent(focus: Candidate) -> Candidate:
-        return max(pool.values(), key=lambda o: informativeness(rater, focus.skill, o.skill))
+    def length(a: Skill, b: Skill) -> int | None:
+        return best_length(rater, a, b, cost, policy.duel_lengths)[0] if cost else None
 
-    def serve(focus: Candidate) -> None:
-        del pool[focus.id]
-        opponent = best_opponent(focus)
-        del pool[opponent.id]
-        pairs.append((focus.id, opponent.id))
+    def settled(a: Skill, b: Skill) -> bool:
+        return policy.rests and is_settled(a, b, policy.settle_probability, policy.settle_sigma)
+
+    def add(a: Candidate, b: Candidate) -> None:
+        del pool[a.id], pool[b.id]
+        pairs.append(PlannedDuel(a.id, b.id, length(a.skill, b.skill)))
 
     def full() -> bool:
         return len(pairs) >= batch_size or len(pool) < 2
 
-    # 1. Placement: newcomers, most uncertain first.
+    # 1. Placement: newcomers, most uncertain first, against anyone (a spent budget does not stop a
+    # competitor from placing a new revision).
     placement = [c for c in pool.values() if c.matches < policy.placement_matches]
     for c in sorted(placement, key=lambda c: -c.skill.sigma):
         if full():
             return pairs
         if c.id in pool:
-            serve(c)
+            others = [o for o in pool.values() if o.id != c.id]
+            add(c, max(others, key=lambda o: informativeness(rater, c.skill, o.skill)))
 
-    # 2. Idle competitors, longest idle first (never played counts as idle forever).
+    # Everything below only pairs competitors with budget left.
+    for cid in [cid for cid in pool if cid not in budget_left]:
+        del pool[cid]
+    by_mu = sorted(pool.values(), key=lambda c: (c.skill.mu, rng.random()))
+    neighbour_pairs = [(a, b) for x, a in enumerate(by_mu) for b in by_mu[x + 1 : x + 1 + policy.neighbours]]
+    open_pairs = [(a, b) for a, b in neighbour_pairs if not settled(a.skill, b.skill)]
+    unsettled = {c.id for pair in open_pairs for c in pair}
+
+    # 2. Idle competitors, longest idle first (never played counts as idle forever); resting leagues
+    # leave competitors whose neighbours are all settled alone.
     cutoff = now - policy.idle_after
-    idle = [c for c in pool.values() if c.last_played_at is None or c.last_played_at <= cutoff]
+    idle = [
+        c
+        for c in pool.values()
+        if (c.last_played_at is None or c.last_played_at <= cutoff)
+        and (not policy.rests or c.id in unsettled)
+    ]
     for c in sorted(idle, key=lambda c: c.last_played_at or datetime.min.replace(tzinfo=now.tzinfo)):
         if full():
             return pairs
         if c.id in pool:
-            serve(c)
+            others = [o for o in pool.values() if o.id != c.id and not settled(c.skill, o.skill)]
+            if others:
+                add(c, max(others, key=lambda o: informativeness(rater, c.skill, o.skill)))
 
-    # 3./4. The rest: ~(1 - random_share) by quality and uncertainty, the remainder random.
+    # 3./4. The rest: ~(1 - random_share) by doubt (per worker-second with a cost model), the rest random.
     remaining = min(batch_size - len(pairs), len(pool) // 2)
     if remaining <= 0:
         return pairs
     wanted_random = remaining * policy.random_share
     n_random = int(wanted_random) + (rng.random() < wanted_random - int(wanted_random))
-    by_mu = sorted(pool.values(), key=lambda c: (c.skill.mu, rng.random()))
-    scored = [
-        (ordering_doubt(a.skill, b.skill), rng.random(), a.id, b.id)
-        for x, a in enumerate(by_mu)
-        for b in by_mu[x + 1 : x + 1 + policy.neighbours]
-    ]
+
+    def score(a: Candidate, b: Candidate) -> float:
+        if cost:
+            return best_length(rater, a.skill, b.skill, cost, policy.duel_lengths)[1]
+        return ordering_doubt(a.skill, b.skill)
+
+    scored = [(score(a, b), rng.random(), a.id, b.id) for a, b in open_pairs]
     wanted = remaining - n_random
     for _, _, a, b in sorted(scored, key=lambda t: (-t[0], t[1])):
         if wanted == 0:
             break
         if a in pool and b in pool:
-            del pool[a], pool[b]
-            pairs.append((a, b))
+            add(pool[a], pool[b])
             wanted -= 1
-    n_random += wanted  # only when too few neighbours were left free (rare): fill with random pairs
+    if not policy.rests:
+        n_random += wanted  # only when too few neighbours were left free (rare): fill with random pairs
     n_random = min(n_random, len(pool) // 2)
     if n_random:
         chosen = rng.sample(list(pool), 2 * n_random)
-        pairs.extend(zip(chosen[0::2], chosen[1::2], strict=True))
+        for a, b in zip(chosen[0::2], chosen[1::2], strict=True):
+            if not settled(pool[a].skill, pool[b].skill):
+                add(pool[a], pool[b])
     return pairs

@@ -77,3 +77,71 @@ class SimulatedLeague:
 
         n = self.n_agents
         return float(kendalltau([scores[i] for i in range(n)], self.levels).statistic)
+
+
+class FixtureLeague:
+    """A league whose match outcomes are sampled from measured per-pair counts (a real game's fixture).
+
+    ``pairs``: rows ``(first, second, first_wins, draws, first_losses)`` by agent name, for both orders
+    of every pair (who moves first matters). :meth:`play` samples one match from the row of its ordered
+    pair, so first-move advantage, draws and intransitive cycles are kept. The true order is each
+    agent's ``score`` (mean points against the whole field in the round robin that made the fixture).
+    """
+
+    def __init__(self, names: Sequence[str], scores: Sequence[float], pairs: Sequence[Sequence], seed: int):
+        if len(names) != len(scores) or len(set(names)) != len(names):
+            raise ValueError("names must be unique, one score each")
+        self.names = list(names)
+        self.scores = list(scores)
+        index = {n: i for i, n in enumerate(self.names)}
+        self._rates: dict[tuple[int, int], tuple[float, float]] = {}
+        for first, second, wins, draws, losses in pairs:
+            total = wins + draws + losses
+            if total <= 0:
+                raise ValueError(f"no matches for {first} vs {second}")
+            self._rates[(index[first], index[second])] = (wins / total, (wins + draws) / total)
+        missing = [
+            (a, b)
+            for a in range(len(names))
+            for b in range(len(names))
+            if a != b and (a, b) not in self._rates
+        ]
+        if missing:
+            raise ValueError(f"fixture lacks ordered pairs, e.g. {missing[:3]}")
+        self._rng = random.Random(seed)
+        self.played = 0
+
+    @classmethod
+    def from_file(cls, path: str, seed: int) -> FixtureLeague:
+        """Load a fixture written by ``benchmarks/fixtures/make_connect_four_league.py``."""
+        import json
+
+        with open(path) as f:
+            data = json.load(f)
+        agents = data["agents"]
+        return cls([a["name"] for a in agents], [a["score"] for a in agents], data["pairs"], seed)
+
+    @property
+    def n_agents(self) -> int:
+        """Number of agents."""
+        return len(self.names)
+
+    def play(self, first: int, second: int) -> float:
+        """One match, ``first`` moving first: 1.0 it wins, 0.5 draw, 0.0 ``second`` wins."""
+        win, win_or_draw = self._rates[(first, second)]
+        self.played += 1
+        u = self._rng.random()
+        return 1.0 if u < win else 0.5 if u < win_or_draw else 0.0
+
+    def pairs_correct(self, scores: Mapping[int, float] | Sequence[float]) -> float:
+        """Share of agent pairs whose ``scores`` are ordered like the true scores (ties count half)."""
+        n = self.n_agents
+        good = 0.0
+        for i in range(n):
+            for j in range(i + 1, n):
+                est = scores[i] - scores[j]
+                if est == 0:
+                    good += 0.5
+                elif (self.scores[i] > self.scores[j]) == (est > 0):
+                    good += 1.0
+        return good / (n * (n - 1) / 2)

@@ -141,7 +141,9 @@ def test_about_a_quarter_of_the_pairs_are_random():
     cands = [
         veteran(2 * k + t, mu=10 * k + 0.01 * t, sigma=1.0 + 0.001 * k) for k in range(40) for t in (0, 1)
     ]
-    policy = MatchmakingPolicy(random_share=0.25, placement_matches=0)
+    policy = MatchmakingPolicy(
+        random_share=0.25, placement_matches=0, settle_probability=0.0, settle_sigma=0.0
+    )
     cross = [
         sum(a // 2 != b // 2 for a, b in choose_pairs(cands, 40, RATER, random.Random(seed), NOW, policy))
         for seed in range(40)

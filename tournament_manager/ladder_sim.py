@@ -1,0 +1,179 @@
+"""An event-driven simulation of the production ladder, charged in worker-seconds.
+
+What it reproduces: matchmaking runs every ``matchmake_interval_s`` and tops the queue up to
+``queue_target`` duels queued or running (``TM_LADDER_QUEUE_TARGET``); ``workers`` duels run at once
+(worker concurrency), first in first out; a duel of ``k`` matches occupies its worker for
+``cost.seconds(k)`` (:class:`~tournament_manager.duel_plan.DuelCost`) and its matches alternate the first
+move (the referee's rule), are rated one by one when the duel finishes (a match lost to an error teaches
+nothing but was paid for), and the competitors' ``in_flight``, ``last_played_at`` and duels of the last
+24 hours are what matchmaking sees. Worker-seconds are counted when a duel finishes.
+
+The league is anything with ``n_agents``, ``play(first, second) -> 1.0 | 0.5 | 0.0 | None`` and
+``pairs_correct(scores)`` (:class:`~tournament_manager.simulation.SimulatedLeague`,
+:class:`~tournament_manager.simulation.FixtureLeague`). Agents can join later (:meth:`LadderSimulation.add`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from tournament_manager.duel_plan import DuelCost
+from tournament_manager.matchmaking import Candidate, PlannedDuel
+from tournament_manager.rating import Rater, Skill
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+DAY_S = 86_400.0
+
+#: (candidates, batch size, rng, now) -> duels to queue.
+Planner = Callable[[list[Candidate], int, random.Random, datetime], list[PlannedDuel]]
+
+
+class League(Protocol):
+    """What the simulation needs from a league."""
+
+    @property
+    def n_agents(self) -> int: ...
+
+    def play(self, first: int, second: int) -> float | None: ...
+
+    def pairs_correct(self, scores: list[float]) -> float: ...
+
+
+@dataclass(frozen=True)
+class LadderSetup:
+    """The production configuration the simulation runs."""
+
+    workers: int
+    queue_target: int
+    matchmake_interval_s: float
+    default_matches: int
+    cost: DuelCost
+
+
+@dataclass
+class _Agent:
+    skill: Skill
+    matches: int = 0
+    last_played_s: float | None = None
+    in_flight: int = 0
+    recent: deque = field(default_factory=deque)  # start times of its duels in the last 24 h
+
+
+class LadderSimulation:
+    """One ladder run; :meth:`run` advances it, the attributes are its state."""
+
+    def __init__(
+        self,
+        league: League,
+        rater: Rater,
+        planner: Planner,
+        setup: LadderSetup,
+        seed: int,
+        agents: list[int] | None = None,
+    ) -> None:
+        self.league, self.rater, self.planner, self.setup = league, rater, planner, setup
+        self.rng = random.Random(seed)
+        self.agents: dict[int, _Agent] = {}
+        for i in range(league.n_agents) if agents is None else agents:
+            self.add(i)
+        self.now_s = 0.0
+        self.worker_seconds = 0.0
+        self.duels_finished = 0
+        self.matches_played = 0
+        #: (start time, a, b, matches) of every duel started.
+        self.started: list[tuple[float, int, int, int]] = []
+        self._queue: deque[tuple[int, int, int]] = deque()
+        self._running: list[tuple[float, int, int, int, int]] = []
+        self._free = setup.workers
+        self._next_matchmake = 0.0
+        self._seq = 0
+
+    def add(self, agent: int) -> None:
+        """``agent`` joins the ladder (at the rater's initial skill)."""
+        self.agents[agent] = _Agent(self.rater.initial())
+
+    def skills(self) -> dict[int, Skill]:
+        """Current skill of every agent in the ladder."""
+        return {i: a.skill for i, a in self.agents.items()}
+
+    def pairs_correct(self) -> float:
+        """Share of pairs ordered right by the leaderboard's ``mu - 3 sigma`` (all agents in the ladder)."""
+        scores = [
+            self.agents[i].skill.conservative if i in self.agents else 0.0
+            for i in range(self.league.n_agents)
+        ]
+        return self.league.pairs_correct(scores)
+
+    def _candidates(self) -> list[Candidate]:
+        now = self.now_s
+        out = []
+        for i, a in self.agents.items():
+            while a.recent and a.recent[0] <= now - DAY_S:
+                a.recent.popleft()
+            last = None if a.last_played_s is None else START + timedelta(seconds=a.last_played_s)
+            out.append(Candidate(i, a.skill, a.matches, last, a.in_flight, duels_today=len(a.recent)))
+        return out
+
+    def _matchmake(self) -> None:
+        busy = len(self._queue) + len(self._running)
+        batch = max(0, self.setup.queue_target - busy)
+        if batch:
+            now = START + timedelta(seconds=self.now_s)
+            for duel in self.planner(self._candidates(), batch, self.rng, now):
+                a, b = (duel.a, duel.b) if self.rng.random() < 0.5 else (duel.b, duel.a)
+                k = duel.matches or self.setup.default_matches
+                self._queue.append((a, b, k))
+                for c in (a, b):
+                    self.agents[c].in_flight += 1
+        self._start_queued()
+
+    def _start_queued(self) -> None:
+        while self._free and self._queue:
+            a, b, k = self._queue.popleft()
+            self._free -= 1
+            self._seq += 1
+            heapq.heappush(self._running, (self.now_s + self.setup.cost.seconds(k), self._seq, a, b, k))
+            self.started.append((self.now_s, a, b, k))
+            for c in (a, b):
+                self.agents[c].recent.append(self.now_s)
+
+    def _finish(self) -> None:
+        end, _, a, b, k = heapq.heappop(self._running)
+        self.now_s = end
+        sa, sb = self.agents[a], self.agents[b]
+        for i in range(k):
+            first, second = (a, b) if i % 2 == 0 else (b, a)
+            outcome = self.league.play(first, second)
+            self.matches_played += 1
+            if outcome is None:
+                continue
+            if first != a:
+                outcome = 1.0 - outcome
+            sa.skill, sb.skill = self.rater.rate(sa.skill, sb.skill, outcome)
+            sa.matches += 1
+            sb.matches += 1
+        for s in (sa, sb):
+            s.in_flight -= 1
+            s.last_played_s = end
+        self.worker_seconds += self.setup.cost.seconds(k)
+        self.duels_finished += 1
+        self._free += 1
+        self._start_queued()
+
+    def run(self, until: Callable[[LadderSimulation], bool], max_time_s: float) -> None:
+        """Advance event by event until ``until(self)`` after a finished duel, or simulated ``max_time_s``."""
+        while self.now_s < max_time_s:
+            if self._running and self._running[0][0] <= self._next_matchmake:
+                self._finish()
+                if until(self):
+                    return
+            else:
+                self.now_s = self._next_matchmake
+                self._matchmake()
+                self._next_matchmake += self.setup.matchmake_interval_s
