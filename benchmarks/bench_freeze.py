@@ -14,12 +14,15 @@ of the 1 s move limit in CPU seconds per move) against ``tests/run_duel/agents/s
 spinning processes), pinned and unpinned, and the same against the random player (the baseline: what the
 machine's own load does), with freezing on; then once with freezing off against the spinner. Printed: the
 busy agent's timeouts in each. The load average is printed before and after every part: on a loaded
-machine the baseline times out too, and only the comparison with it means anything.
+machine the baseline times out too, and only the comparison with it means anything; ``--nice -20`` (root)
+runs the referee and every agent it launches at that niceness, so that the machine's other load takes
+little from the duel and what remains is what the opponent takes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -114,6 +117,33 @@ def cost(sandbox_name: str, moves: int) -> None:
             slot.release()
 
 
+def agent_pids(proc: AgentProcess) -> list[int]:
+    """The processes of an agent (its cgroup's), as this process sees them."""
+    cgroup = getattr(proc, "_cgroup", None)
+    if cgroup is not None:
+        return cgroup.pids()
+    freezer = getattr(proc, "_freezer", None)
+    if freezer is None:
+        return []
+    return [int(pid) for pid in (freezer.directory / "cgroup.procs").read_text().split()]
+
+
+def renice_launches(sandbox, niceness: int) -> None:
+    """Give every agent the sandbox launches, and this process, ``niceness`` (set right after launch,
+    before player.py is imported: processes the agent forks inherit it)."""
+    os.setpriority(os.PRIO_PROCESS, 0, niceness)
+    launch = sandbox.launch
+
+    def niced_launch(spec):
+        proc = launch(spec)
+        for pid in agent_pids(proc):
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, pid, niceness)
+        return proc
+
+    sandbox.launch = niced_launch
+
+
 def timeouts(sandbox, busy: str, opponent: str, matches: int, pinned: bool) -> tuple[int, int]:
     """(matches where the busy agent was charged TIMEOUT, matches played)."""
     limits = Limits(move_timeout=1.0, init_timeout=60.0)
@@ -136,8 +166,11 @@ def timeouts(sandbox, busy: str, opponent: str, matches: int, pinned: bool) -> t
     return charged, played
 
 
-def fairness(matches: int) -> None:
+def fairness(matches: int, niceness: int) -> None:
     sandbox = make_sandbox("docker")
+    if niceness:
+        renice_launches(sandbox, niceness)
+        print(f"duels at niceness {niceness}: the machine's other load competes little with them")
     busy = agent_ref("docker", AGENTS / "busy_60")
     spinner = agent_ref("docker", AGENTS / "spinner")
     random_ = agent_ref("docker", RANDOM)
@@ -175,12 +208,18 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=2000)
     parser.add_argument("--property", type=int, default=0, metavar="N", help="matches per fairness row")
     parser.add_argument("--sandboxes", default="local,docker")
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run the fairness duels (referee and agents) at this niceness, e.g. -20 on a shared machine",
+    )
     args = parser.parse_args()
     print(f"bench_freeze: {os.cpu_count()} cores, {load()}")
     for name in args.sandboxes.split(","):
         cost(name.strip(), args.moves)
     if args.property:
-        fairness(args.property)
+        fairness(args.property, args.nice)
 
 
 if __name__ == "__main__":
