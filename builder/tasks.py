@@ -36,6 +36,7 @@ def _build(build: Build, claim: Claim) -> dict[str, Any]:
     outcome = asdict(result)
     stored = {k: outcome[k] for k in ("ok", "agent_ref", "log", "error", "duration_s", "language")}
     stored["packages"] = [list(p) for p in result.packages]  # JSON-able: the job runner may spool it
+    stored["image_bytes"] = result.image_size_bytes or None  # shown to the owner (Revision.image_bytes)
     return stored
 
 

@@ -37,9 +37,11 @@ def finish_build(
     duration_s: float | None = None,
     language: str = "",
     packages: list | tuple = (),
+    image_bytes: int | None = None,
 ) -> bool:
     """Store a build's outcome (the submission's success or fault). On success the revision is BUILT, with
-    its ``language`` and installed ``packages`` ([name, version] pairs), and its smoke test is queued; on
+    its ``language``, installed ``packages`` ([name, version] pairs) and ``image_bytes`` (its image's size,
+    ``None``: not an image), and its smoke test is queued; on
     failure it is BUILD_FAILED with ``error`` for its owner. Returns
     ``False`` (and changes nothing) if the build already has an outcome or ``claim`` lost it to another
     worker (fencing)."""
@@ -72,7 +74,10 @@ def finish_build(
                 revision.agent_ref = agent_ref
                 revision.language = language
                 revision.packages = [list(p) for p in packages]
-                revision.save(update_fields=["agent_ref", "language", "packages", "updated_at"])
+                revision.image_bytes = image_bytes
+                revision.save(
+                    update_fields=["agent_ref", "language", "packages", "image_bytes", "updated_at"]
+                )
             return True  # e.g. rejected meanwhile: keep the build record, leave the revision alone
         if ok:
             revision.state = Revision.State.BUILT
@@ -81,6 +86,7 @@ def finish_build(
             revision.error_message = ""
             revision.language = language
             revision.packages = [list(p) for p in packages]
+            revision.image_bytes = image_bytes
             revision.save(
                 update_fields=[
                     "state",
@@ -89,6 +95,7 @@ def finish_build(
                     "error_message",
                     "language",
                     "packages",
+                    "image_bytes",
                     "updated_at",
                 ]
             )

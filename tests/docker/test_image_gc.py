@@ -193,3 +193,27 @@ def test_with_the_setting_retired_images_leave_the_registry_too(base_image, tmp_
                 for name in [*(attrs.get("RepoTags") or []), *(attrs.get("RepoDigests") or [])]:
                     with contextlib.suppress(Exception):
                         api.remove_image(name, force=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_build_records_its_image_size_for_the_owner(base_image, settings, tmp_path: Path) -> None:
+    from builder.tasks import build_revision
+    from core.actions import submit_revision
+    from core.models import Build
+    from run_duel.sandbox.docker_client import get_client
+
+    settings.SANDBOX = "docker"
+    settings.DATA_DIR = tmp_path / "data"
+    factories.environment("connect-four")
+    archive = tmp_path / "agent.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("player.py", f"# {uuid.uuid4().hex}\nclass Player:\n    pass\n")
+    revision = submit_revision(factories.user(), "connect-four", "sized-bot", archive.read_bytes())
+    build_revision(Build.objects.get(revision=revision).pk)
+    revision.refresh_from_db()
+    try:
+        assert revision.state == Revision.State.BUILT, revision.error_message
+        assert revision.image_bytes == get_client().api.inspect_image(revision.agent_ref)["Size"] > 0
+    finally:
+        if revision.agent_ref:
+            get_client().api.remove_image(revision.agent_ref, force=True)
