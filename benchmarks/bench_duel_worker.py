@@ -182,6 +182,91 @@ def check(ids: list[int]) -> str:
     return ""
 
 
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as handle:
+        data = handle.read()
+    return data[data.rindex(")") + 2 :].split()
+
+
+def process_tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and every live descendant, plus the children it already reaped."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                parents[int(name)] = int(_stat(int(name))[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        children = [child for child, parent in parents.items() if parent == pid]
+        tree.update(children)
+        frontier.extend(children)
+    total = 0
+    for pid in tree:
+        try:
+            fields = _stat(pid)
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:13])  # utime, stime
+        if pid == root:
+            total += sum(int(x) for x in fields[13:15])  # cutime, cstime
+    return total / tick
+
+
+def engine_pids() -> list[int]:
+    """dockerd and containerd (shared with everything else using the engine on this machine)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/comm") as handle:
+                    if handle.read().strip() in ("dockerd", "containerd"):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def warm_agents_cpu() -> float:
+    """CPU seconds of every warm container on the engine (their cgroups; cgroup v1 with the cgroupfs
+    driver): the agents' and factories' CPU while the containers live (0 when unreadable)."""
+    from run_duel.sandbox.docker_client import get_client
+
+    total = 0
+    for summary in get_client().api.containers(filters={"label": "rl-arena.warm=1"}):
+        try:
+            with open(f"/sys/fs/cgroup/cpuacct/docker/{summary['Id']}/cpuacct.usage") as handle:
+                total += int(handle.read())
+        except (OSError, ValueError):
+            continue
+    return total / 1e9
+
+
+def postgres_cpu(database: str) -> float:
+    """CPU seconds of the PostgreSQL backends connected to ``database`` (live ones)."""
+    total = 0.0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as handle:
+                    if f" {database} ".encode() not in handle.read().replace(b"\0", b" ") + b" ":
+                        continue
+                total += process_tree_cpu(int(name))
+            except OSError:
+                continue
+    return total
+
+
+def machine_busy() -> float:
+    """CPU seconds all cores spent busy since boot (every process of the machine)."""
+    with open("/proc/stat") as handle:
+        values = [int(x) for x in handle.readline().split()[1:]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -221,9 +306,23 @@ def main() -> int:
             worker = start_worker(env, mode == "warm", f"bench-dw-{run_id}-{mode}")
             try:
                 play(revisions, args.warmup, rng, timeout=600)
+                engine = engine_pids()
+
+                def sample() -> tuple[float, ...]:
+                    return (
+                        process_tree_cpu(worker.pid),  # noqa: B023 - called within the iteration
+                        sum(process_tree_cpu(p) for p in engine),  # noqa: B023
+                        warm_agents_cpu(),
+                        postgres_cpu(args.db),
+                        machine_busy(),
+                    )
+
+                cpu0 = sample()
                 seconds, ids = play(revisions, args.duels, rng, timeout=1800)
+                cpu1 = sample()
             finally:
                 stop_worker(worker)
+            per_duel = [(b - a) / args.duels * 1e3 for a, b in zip(cpu0, cpu1, strict=True)]
             problem = check(ids)
             if problem:
                 raise SystemExit(f"{mode}: {problem}")
@@ -232,6 +331,14 @@ def main() -> int:
                 f"  {mode:4s} (DUEL_SANDBOX_REUSE={'on' if mode == 'warm' else 'off'}): "
                 f"{rates[mode]:7.1f} duels/min ({seconds:.1f} s)   "
                 f"load average before {before}, after {load()}",
+                flush=True,
+            )
+            agents = f"{per_duel[2]:.0f}" if mode == "warm" else "n/a (containers gone)"
+            print(
+                f"       CPU ms per duel: worker (referee, Celery, Django) {per_duel[0]:.0f}, "
+                f"dockerd + containerd {per_duel[1]:.0f}, warm containers (agents) {agents}, "
+                f"PostgreSQL backends {per_duel[3]:.0f}; the whole machine {per_duel[4]:.0f} "
+                "(shared: other users' work included)",
                 flush=True,
             )
         if {"warm", "cold"} <= set(rates):

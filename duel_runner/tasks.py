@@ -45,7 +45,7 @@ def infrastructure_problem(duel_json: dict[str, Any]) -> str:
     return ""
 
 
-def ensure_agent_images(revisions: list[Revision]) -> None:
+def ensure_agent_images(revisions: list[Revision], sandbox: Any = None) -> None:
     """With the Docker sandbox, make sure each revision's image is on this host (pulled by digest when
     missing) before anything is played. An image the registry no longer has (or serves with the wrong
     digest) is the platform's to repair:
@@ -55,7 +55,10 @@ def ensure_agent_images(revisions: list[Revision]) -> None:
         return
     from run_duel.images import ImageDigestMismatch, ImageMissing, ensure_images
 
+    pool = getattr(sandbox, "pool", None)
     for revision in revisions:
+        if pool is not None and pool.holds_image(revision.agent_ref):
+            continue  # a warm container of this worker runs it: the engine has it (no engine call)
         try:
             ensure_images([revision.agent_ref])
         except (ImageMissing, ImageDigestMismatch) as exc:  # the registry lost or garbled it: rebuild
@@ -97,13 +100,13 @@ def _smoke_test(smoke: SmokeTest, claim: Claim) -> dict[str, Any]:
     from run_duel.api import LaunchSpec, smoke_test
 
     revision = smoke.revision
-    ensure_agent_images([revision])
     spec = LaunchSpec(
         agent=revision.agent_ref,
         labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation), "revision": str(revision.pk)},
     )
     sandbox = duel_sandbox()
     try:
+        ensure_agent_images([revision], sandbox)
         result = smoke_test(
             revision.competitor.environment.slug, sandbox, spec, pin_cpus=settings.DUEL_CPU_PINNING
         )
@@ -151,7 +154,6 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     fair matches are kept (the others count for nobody)."""
     from run_duel.api import LaunchSpec, play_duel, validate_duel_json
 
-    ensure_agent_images([duel.revision_1, duel.revision_2])
     labels = {"duel": str(duel.pk), "attempt": str(claim.generation)}
     specs = [
         LaunchSpec(agent=rev.agent_ref, labels={**labels, "seat": str(seat), "revision": str(rev.pk)})
@@ -159,6 +161,7 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     ]
     sandbox = duel_sandbox()
     try:
+        ensure_agent_images([duel.revision_1, duel.revision_2], sandbox)
         result = play_duel(
             duel.environment.slug,
             sandbox,

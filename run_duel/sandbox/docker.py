@@ -255,10 +255,20 @@ class DockerAgentProcess(AgentProcess):
         referee runs in another pid namespace, e.g. in a container itself): then ``freeze``/``thaw`` write
         the container's freezer file directly (µs, where the engine's pause takes milliseconds) and
         ``memory_exhausted`` reads its memory cgroup."""
+        self._harness_pid = harness_pid  # for harness_pid(): the seat reads its scheduler statistics
         dirs = cgroups.cgroup_dirs_of(harness_pid) if harness_pid > 0 else {}
         dirs = dirs or cgroups.container_dirs(self.container_id)  # by id (``$AGENT_CGROUP_ROOT``)
+        self._dirs = dirs
         self._freezer = cgroups.Freezer.for_dirs(dirs)
         self._memory = cgroups.MemoryWatch.for_dirs(dirs)
+
+    def harness_pid(self) -> int:
+        """The harness's pid as this process sees it (0 from another pid namespace)."""
+        return getattr(self, "_harness_pid", 0)
+
+    def cpu_usage(self) -> cgroups.CpuUsage | None:
+        """The container's CPU counter (its cpuacct cgroup; a new open file, the caller closes it)."""
+        return cgroups.CpuUsage.for_dirs(getattr(self, "_dirs", {}))
 
     def freeze(self) -> bool:
         """Freeze every process of the container (its cgroup), behind the engine's back: ``kill`` thaws."""
@@ -676,20 +686,21 @@ class DockerSandbox(Sandbox):
         registry and cache budget of the environment, ``run_duel.images``). ``reuse`` says whether
         agents run in warm containers kept between duels (``docker_warm``; default from the environment,
         ``ReusePolicy.from_env``: off unless ``$DUEL_SANDBOX_REUSE`` is on)."""
+        base = _runtime_base(runtime_dir)
+        self.reuse = reuse if reuse is not None else ReusePolicy.from_env()
+        self.pool = warm_pool(self.reuse, base) if self.reuse.enabled else None
         try:
             self._api = get_client().api
-            self._api.ping()
+            if self.pool is None or not self.pool.idle():  # else the engine answered this process lately
+                self._api.ping()
         except ENGINE_FAILURES as exc:
             raise SandboxError(f"no Docker engine answers ({exc}); run scripts/ensure_docker.sh") from exc
-        base = _runtime_base(runtime_dir)
         base.mkdir(parents=True, exist_ok=True)
         self._images = images if images is not None else ImageCache.from_env()
         self._root = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-", dir=base)
         self.connect_timeout = connect_timeout
         self._processes: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
         self._remover = Remover()
-        self.reuse = reuse if reuse is not None else ReusePolicy.from_env()
-        self.pool = warm_pool(self.reuse, base) if self.reuse.enabled else None
 
     def launch(self, spec: LaunchSpec) -> DockerAgentProcess:
         """Start agent ``spec.agent`` (an image); return once its harness connected. With reuse on, in a

@@ -219,6 +219,12 @@ class WarmPool:
             available.remove(key)
         return True
 
+    def holds_image(self, image: str) -> bool:
+        """Whether an idle container of ``image`` exists (then the engine has the image: in use, it is
+        never trimmed from the cache)."""
+        with self._lock:
+            return any(container.key[0] == image for container in self._idle)
+
     def idle(self) -> list[WarmContainer]:
         with self._lock:
             return list(self._idle)
