@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from core.actions.api_tokens import TokenExpiredError, user_for_key
@@ -37,3 +38,19 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request: Any) -> str:
         """Makes DRF answer 401 (not 403) to a bad token."""
         return self.keyword
+
+
+class HashedTokenScheme(OpenApiAuthenticationExtension):
+    """Describes the token header in the OpenAPI schema (registered by being defined)."""
+
+    target_class = "web.api.authentication.HashedTokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        """``Authorization: Token <key>``."""
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": 'A key from POST /api/auth/token/ or the profile page, sent as "Token <key>".',
+        }
