@@ -29,9 +29,9 @@ GAMES = {
     "hidden_skill": "hidden-skill",
 }
 RUN = {
-    "cpp": (
+    "cpp": (  # compile the kits two at a time (two cores), then run each
+        "ls /kits | xargs -P 2 -I NAME g++ -std=c++17 -O2 -I/harness -o /tmp/NAME /kits/NAME/main.cpp; "
         "for kit in /kits/*/; do name=$(basename $kit); "
-        'g++ -std=c++17 -O2 -I/harness -o /tmp/$name $kit/main.cpp 2>&1 || echo "$name COMPILE FAILED"; '
         'echo "$name $(/tmp/$name < /messages/$name.txt | sed -n 2p)"; done'
     ),
     "javascript": (
