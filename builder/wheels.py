@@ -25,6 +25,7 @@ again.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -232,6 +233,8 @@ class WheelCache:
     def _download(
         self, requirements: list[str], target: TargetPlatform, settings: BuilderSettings, folder: Path
     ) -> None:
+        if importlib.util.find_spec("pip") is None:
+            raise WheelCacheError(f"pip is not installed in the worker's Python ({sys.executable})")
         dest = folder / "wheels"
         dest.mkdir()
         (folder / "requirements.txt").write_text("\n".join(requirements) + "\n")
