@@ -425,7 +425,7 @@ class WarmAgentProcess(DockerAgentProcess):
         self._pool = pool
         self._stderr = stderr
 
-    def attach_warm(self, factory_pid: int, freezer: cgroups.Freezer | None) -> None:
+    def attach_warm(self, factory_pid: int, freezer: cgroups.Freezer | None, agent_pid: int = 0) -> None:
         """The container's memory cgroup and the freezer of the agent's own sub-cgroup
         (``_agent_freezer``): freezing the seat freezes the agent's processes, never the factory. The
         memory counters are this duel's: a container is only reused when memory never ran out in it
@@ -433,6 +433,8 @@ class WarmAgentProcess(DockerAgentProcess):
         dirs = cgroups.cgroup_dirs_of(factory_pid) if factory_pid > 0 else {}
         self._memory = cgroups.MemoryWatch.for_dirs(dirs)
         self._freezer = freezer
+        self._dirs = dirs  # the container's cgroups (cpu_usage)
+        self._harness_pid = agent_pid  # the agent process (harness_pid: its scheduler statistics)
 
     def poll_exit(self) -> ExitInfo | None:
         """The agent process's exit (from the factory); the container's when the factory is gone."""
@@ -503,11 +505,12 @@ class WarmAgentProcess(DockerAgentProcess):
 AGENT_SUBGROUP = "agent"
 
 
-def _agent_freezer(container: WarmContainer) -> cgroups.Freezer | None:
+def _agent_freezer(container: WarmContainer) -> tuple[cgroups.Freezer | None, int]:
     """Move the freshly forked agent process (still waiting for its go byte, so it has no children) into
     a freezer sub-cgroup of its container, so that freezing the seat leaves the factory running; its
-    descendants inherit the group. ``None`` when the container's cgroups are not visible here (the
-    referee in another pid namespace): the seat then cannot be frozen. Raises ``WarmError`` when the
+    descendants inherit the group. Returns that freezer and the agent's pid as this process sees it;
+    ``(None, 0)`` when the container's cgroups are not visible here (the referee in another pid
+    namespace): the seat then cannot be frozen. Raises ``WarmError`` when the
     container holds any other process than the factory and that agent process."""
     dirs = cgroups.cgroup_dirs_of(container.factory_pid) if container.factory_pid > 0 else {}
     for key, v2 in (("freezer", False), (cgroups.V2, True)):
@@ -522,8 +525,8 @@ def _agent_freezer(container: WarmContainer) -> cgroups.Freezer | None:
         sub = parent / AGENT_SUBGROUP
         sub.mkdir(exist_ok=True)
         (sub / "cgroup.procs").write_text(str(others[0]))
-        return cgroups.Freezer(sub, v2=v2)
-    return None
+        return cgroups.Freezer(sub, v2=v2), others[0]
+    return None, 0
 
 
 def _peer_pid(fd: int) -> int:
@@ -793,7 +796,7 @@ class DockerSandbox(Sandbox):
         stderr = _TailReader(err_r, spec.limits.log_bytes)
         stderr.start()
         try:
-            freezer = _agent_freezer(container)
+            freezer, agent_pid = _agent_freezer(container)
             ours.sendall(b"\n")  # the agent process waited for this before running anything else
         except (WarmError, OSError) as exc:
             stderr.stop()
@@ -801,7 +804,7 @@ class DockerSandbox(Sandbox):
             raise WarmError(f"placing the agent process failed: {exc}") from exc
         fd = ours.detach()
         proc = WarmAgentProcess(container, self.pool, WarmChannel(fd, fd), stderr, spec.limits)
-        proc.attach_warm(container.factory_pid, freezer)
+        proc.attach_warm(container.factory_pid, freezer, agent_pid)
         self._processes.add(proc)
         _LIVE.add(proc)
         return proc
