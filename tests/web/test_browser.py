@@ -421,10 +421,9 @@ def _first_visit(browser: Any, live_server: Any, worker: Any, tmp_path: Path) ->
     assert "Result: " in page.inner_text("[data-testid=replay-caption]")
     _shot(page, "walk-replay")
 
-    # The API token from the profile page works with the rl-arena client.
+    # The API token from the profile page (shown once, on the page that made it) works with the client.
     page.click("header >> text=Newcomer")
     page.click("[data-testid=rotate-token]")
-    page.click("[data-testid=api-token] summary")
     token = page.inner_text("[data-testid=api-token-value]").strip()
     from rl_arena_client import cli
 
