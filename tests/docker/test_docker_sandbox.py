@@ -366,3 +366,16 @@ def test_two_revisions_with_the_same_image_never_share_a_warm_container(
     first_a, first_b, again_a = seat("1"), seat("2"), seat("1")
     assert first_a != first_b
     assert again_a == first_a
+
+
+def test_a_warm_container_that_died_while_idle_is_replaced(warm_sandbox, build_dir) -> None:
+    sandbox = warm_sandbox()
+    spec = LaunchSpec(agent=build_dir(WARM_PROBE))
+    before = {_container_of(report) for report in _probes(_play(sandbox, spec))}
+    get_client().api.kill(sorted(before)[0])  # e.g. an operator, or the engine: the factory is gone
+
+    after = {_container_of(report) for report in _probes(_play(sandbox, spec))}
+
+    assert sorted(before)[0] not in after  # retired, replaced by a new container
+    assert sorted(before)[1] in after  # the healthy one served again
+    assert sandbox.pool.created == 3
