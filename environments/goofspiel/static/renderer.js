@@ -103,7 +103,11 @@
       var y = seat === 1 ? 40 : H - 100;
       var label = names[seat] + ": " + state.points[seat] + " points";
       var labelAttrs = { "font-size": 17, fill: COLORS.seat[seat] };
-      if (state.done && state.winner === seat) labelAttrs["class"] = "rl-winning-line";
+      if (state.done && state.winner === seat) {
+        labelAttrs["class"] = "rl-winning-line";
+        labelAttrs["font-weight"] = "bold";
+        labelAttrs.fill = COLORS.win;
+      }
       text(svg, W / 2, seat === 1 ? 24 : H - 12, label, labelAttrs);
       var held = hand(state, seat);
       for (var v = 1; v <= CARDS; v++) {
@@ -120,11 +124,11 @@
     var remaining = CARDS - state.prizes.length;
     text(svg, W / 2, cy + CARD_H + 22, remaining + " prize card" + (remaining === 1 ? "" : "s") + " still to come", { "font-size": 13 });
     if (state.to_move === 1 && running) {
-      var pend = card(svg, W / 2 - 3 * CARD_W, cy + 40, state.pending === undefined ? null : state.pending, { "class": "rl-pending" });
+      var pend = card(svg, 20, cy, state.pending === undefined ? null : state.pending, { "class": "rl-pending" });
       if (state.pending !== null && state.last_action !== null && state.last_action !== undefined) {
         pend.setAttribute("class", "rl-pending rl-last-action");
       }
-      text(svg, W / 2 - 2.5 * CARD_W, cy + 40 + CARD_H + 16, names[0] + " has bid", { "font-size": 12 });
+      text(svg, 20 + CARD_W + 8, cy + CARD_H / 2 + 5, names[0] + " has bid", { "font-size": 13, "text-anchor": "start" });
     } else if (lastSettled) {
       var t = turns - 1;
       var b0 = state.bids[0][t];

@@ -13,7 +13,7 @@
   var HANDS = 10;
   var RAISE = [2, 4];
   var W = 520;
-  var H = 400;
+  var H = 440;
   var CARD_W = 54;
   var CARD_H = 76;
   var COLORS = {
@@ -83,7 +83,9 @@
     var who = n === 0 ? "split pot" : names[n > 0 ? 0 : 1] + " wins " + Math.abs(n);
     var folded = past.betting[0].indexOf(0) >= 0 || past.betting[1].indexOf(0) >= 0;
     var shown = past.cards.map(function (c) { return c === null || c === undefined ? "?" : cardName(c); });
-    var how = folded ? "after a fold" : "at showdown " + shown[0] + " vs " + shown[1] + " on " + cardName(past.public);
+    var how = folded
+      ? "after a fold"
+      : "at showdown: " + names[0] + " " + shown[0] + ", " + names[1] + " " + shown[1] + ", public " + cardName(past.public);
     return "Hand " + (index + 1) + ": " + who + " " + how;
   }
 
@@ -118,7 +120,7 @@
       text(svg, 100, y + 48, "match: " + (chips > 0 ? "+" : "") + chips + " chips \u00b7 in pot: " + state.pot[seat], { "text-anchor": "start", "font-size": 14 });
     });
 
-    var cy = H / 2 - CARD_H / 2 - 8;
+    var cy = 124;
     drawCard(svg, W / 2 - CARD_W / 2, cy, state.public, "rl-card rl-public");
     text(svg, W / 2, cy - 6, state.public === null || state.public === undefined ? "public card (after round 1)" : "public card", { "font-size": 12 });
     text(svg, W / 2 + CARD_W / 2 + 70, cy + 30, "pot " + (state.pot[0] + state.pot[1]), { "font-size": 17 });
