@@ -168,6 +168,8 @@ def _zip64_sizes(extra: bytes, csize: int, usize: int) -> tuple[int, int]:
 
 def _check_entry(entry: DirectoryEntry, limits: DirectoryLimits) -> None:
     name = entry.name
+    if not name:
+        raise DirectoryError("the zip holds an entry without a name; re-create the zip")
     encoded_len = len(name.encode("utf-8", "surrogateescape"))
     depth = sum(1 for part in name.split("/") if part not in ("", "."))
     if depth > limits.max_path_depth:

@@ -18,8 +18,10 @@ that does not depend on the zip's metadata (timestamps, order, compression, top 
 from __future__ import annotations
 
 import hashlib
+import lzma
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -182,8 +184,17 @@ def read_member_capped(zf: zipfile.ZipFile, entry: ZipEntry, budget: int, sink=N
                     sink(chunk)
     except zipfile.BadZipFile as exc:
         raise ValidationError(f"{entry.member!r} is corrupt ({exc}); re-create the zip") from exc
-    except (EOFError, OSError, RuntimeError, NotImplementedError) as exc:
-        # zlib/bz2/lzma errors surface as OSError/EOFError; RuntimeError for undetected passwords.
+    except (
+        EOFError,
+        OSError,
+        RuntimeError,
+        NotImplementedError,
+        ValueError,
+        zlib.error,
+        lzma.LZMAError,
+    ) as exc:
+        # Corrupt data: zlib.error, lzma.LZMAError, OSError/EOFError (bz2); RuntimeError for undetected
+        # passwords. Never an infrastructure error: the archive is the uploader's.
         raise ValidationError(f"{entry.member!r} cannot be decompressed ({exc}); re-create the zip") from exc
     return produced
 
@@ -221,8 +232,8 @@ def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZi
     # The directory is now known to be small: zipfile may read it.
     try:
         zf = zipfile.ZipFile(zip_path)
-    except zipfile.BadZipFile as exc:
-        raise ValidationError("the upload is not a valid zip archive") from exc
+    except (zipfile.BadZipFile, NotImplementedError, ValueError) as exc:  # e.g. "zip file version 23.1"
+        raise ValidationError(f"the upload is not a valid zip archive ({exc})") from exc
     except OSError as exc:
         raise ValidationError(f"the upload cannot be read: {exc}") from exc
     with zf:

@@ -15,7 +15,9 @@ refuse to run it too), never a server error.
 
 from __future__ import annotations
 
+import lzma
 import zipfile
+import zlib
 from typing import IO
 
 #: The files the harness imports, in the order it looks for them (as ``run_duel``'s harness does).
@@ -78,7 +80,7 @@ def first_syntax_error(upload: IO[bytes]) -> str | None:
     position = upload.tell()
     try:
         with zipfile.ZipFile(upload) as archive:
-            names = [i.filename for i in archive.infolist() if not i.is_dir()]
+            names = [i.filename for i in archive.infolist() if i.filename and not i.is_dir()]
             prefix = _entry_folder(names)
             if prefix is None:
                 return None
@@ -100,8 +102,17 @@ def first_syntax_error(upload: IO[bytes]) -> str | None:
                 error = syntax_error(source, name[len(prefix) :])
                 if error:
                     return error
-    except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError):
-        return None
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        RuntimeError,
+        NotImplementedError,
+        EOFError,
+        ValueError,
+        zlib.error,
+        lzma.LZMAError,
+    ):
+        return None  # a corrupt archive: the zip validator words the refusal
     finally:
         upload.seek(position)
     return None

@@ -81,3 +81,45 @@ def deep_path_zip(path: Path, depth: int = 1500) -> Path:
         archive.writestr("player.py", PLAYER)
         archive.writestr("d/" * depth + "deep.txt", b"deep")
     return path
+
+
+def stored_zip(path: Path, entries: list[tuple[bytes, bytes]], *, version_needed: int = 20) -> Path:
+    """A zip of stored (uncompressed) entries written field by field, names as given (even empty), with
+    ``version_needed`` in every directory record."""
+    import zlib
+
+    local_parts, central_parts, offset = [], [], 0
+    for name, data in entries:
+        crc = zlib.crc32(data)
+        local = struct.pack(
+            "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0
+        )
+        local_parts.append(local + name + data)
+        central_parts.append(
+            struct.pack(
+                "<4sHHHHHHIIIHHHHHII",
+                b"PK\x01\x02",
+                20,
+                version_needed,
+                0,
+                0,
+                0,
+                0,
+                crc,
+                len(data),
+                len(data),
+                len(name),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + name
+        )
+        offset += len(local_parts[-1])
+    central = b"".join(central_parts)
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(entries), len(entries), len(central), offset, 0)
+    path.write_bytes(b"".join(local_parts) + central + end)
+    return path

@@ -20,6 +20,7 @@ from builder import ValidationError, ZipLimits, build_submission, validate_zip
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
+PLAYER_SOURCE = b"class Player:\n    pass\n"
 
 _PROBE = textwrap.dedent(
     """
@@ -132,3 +133,35 @@ def test_a_normal_agent_still_builds(tmp_path: Path) -> None:
     result = build_submission(archive, backend="local", work_dir=tmp_path / "work")
     assert result.ok, result.error
     assert (Path(result.agent_ref) / "lib" / "a" / "b" / "c" / "util.py").read_text() == "X = 1\n"
+
+
+def test_corrupt_or_odd_archives_are_the_uploaders_error_never_ours(tmp_path: Path) -> None:
+    """Each used to escape as an exception (zlib.error, NotImplementedError, IndexError): an infrastructure
+    error the build job retried, or a server error on the upload page."""
+    import zipfile
+
+    from hostile_zips import stored_zip
+
+    corrupt = tmp_path / "corrupt.zip"
+    with zipfile.ZipFile(corrupt, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("player.py", PLAYER_SOURCE)
+        zf.writestr("data.txt", b"0123456789abcdef" * 500)
+    with zipfile.ZipFile(corrupt) as zf:
+        member = zf.getinfo("data.txt")
+    data = bytearray(corrupt.read_bytes())
+    start = member.header_offset + 30 + len("data.txt")
+    data[start : start + 8] = b"\xff" * 8  # an invalid deflate block
+    corrupt.write_bytes(bytes(data))
+    cases = {
+        corrupt: "'data.txt' cannot be decompressed",
+        stored_zip(tmp_path / "future.zip", [(b"player.py", PLAYER_SOURCE)], version_needed=255): (
+            "the upload is not a valid zip archive (zip file version 25.5)"
+        ),
+        stored_zip(tmp_path / "nameless.zip", [(b"player.py", PLAYER_SOURCE), (b"", b"x")]): (
+            "the zip holds an entry without a name"
+        ),
+    }
+    for archive, message in cases.items():
+        result = build_submission(archive, backend="local", work_dir=tmp_path / "work")
+        assert result.error_kind == "INVALID_SUBMISSION", (archive.name, result)
+        assert result.error.startswith(message), (archive.name, result.error)
