@@ -60,7 +60,7 @@ from environments import get_info  # noqa: E402
 from tournament_manager.actions import get_environment_rater, ladder_policy, ladder_queue_target  # noqa: E402
 from tournament_manager.duel_plan import DuelCost  # noqa: E402
 from tournament_manager.editions import round_robin_rounds  # noqa: E402
-from tournament_manager.ladder_sim import LadderSetup, LadderSimulation, Planner  # noqa: E402
+from tournament_manager.ladder_sim import DAY_S, LadderSetup, LadderSimulation, Planner  # noqa: E402
 from tournament_manager.matchmaking import (  # noqa: E402
     Candidate,
     MatchmakingPolicy,
@@ -122,8 +122,15 @@ def curve_of(sim: LadderSimulation, budget_s: float, step_s: float) -> dict[floa
             mark[0] += step_s
         return s.worker_seconds >= budget_s
 
-    sim.run(until, max_time_s=1e8)
+    if sim.run(until, max_time_s=1e9, rest_s=DAY_S):
+        curve[mark[0]] = sim.pairs_correct()  # it rests: the rest of the curve stays where it is
     return curve
+
+
+def at(curve: dict[float, float], x: float) -> float:
+    """The curve's value at ``x``: its last checkpoint at or before ``x`` (a resting ladder stays put)."""
+    before = [k for k in curve if k <= x + 1e-9]
+    return curve[max(before)] if before else curve[min(curve)]
 
 
 def first_reaching(curve: dict[float, float], target: float) -> float | None:
@@ -189,19 +196,19 @@ def run_league(
     )
     print("pairs ordered right by mu - 3 sigma: mean (worst seed)")
     print(f"{'worker-s':>9} | " + " | ".join(f"{k:^15}" for k in strategies))
-    xs = sorted(curves[next(iter(strategies))][0])
+    xs = [step * i for i in range(1, args.points + 1)]
     for x in xs[:: max(1, len(xs) // 12)]:
         cells = []
         for k in strategies:
-            vals = [c.get(x, c[max(c)]) for c in curves[k]]
+            vals = [at(c, x) for c in curves[k]]
             cells.append(f"{statistics.fmean(vals):.3f} ({min(vals):.3f})")
         print(f"{x:>9.0f} | " + " | ".join(f"{c:^15}" for c in cells))
     reached: dict[str, dict[float, float | None]] = {}
     for k, cs in curves.items():
         reached[k] = {}
         for target in TARGETS:
-            mean_curve = {x: statistics.fmean(c.get(x, c[max(c)]) for c in cs) for x in cs[0]}
-            per_seed = [first_reaching(c, target) for c in cs]
+            mean_curve = {x: statistics.fmean(at(c, x) for c in cs) for x in xs}
+            per_seed = [first_reaching({x: at(c, x) for x in xs}, target) for c in cs]
             worst = None if None in per_seed else max(per_seed)
             reached[k][target] = first_reaching(mean_curve, target)
             reached[k][("worst", target)] = worst

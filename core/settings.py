@@ -418,9 +418,11 @@ TM_DUEL_FIXED_SECONDS = env_float("TM_DUEL_FIXED_SECONDS", 0.5, minimum=0.0)
 TM_DUEL_MATCH_SECONDS = env_float("TM_DUEL_MATCH_SECONDS", 0.05, minimum=0.001)
 TM_MIN_DUEL_MATCHES = env_int("TM_MIN_DUEL_MATCHES", 2, minimum=1)
 TM_MAX_DUEL_MATCHES = env_int("TM_MAX_DUEL_MATCHES", 0, minimum=0)
-TM_SETTLED_PROBABILITY = env_float("TM_SETTLED_PROBABILITY", 0.02, minimum=0.0, maximum=0.49)
-TM_SETTLED_SIGMA = env_float("TM_SETTLED_SIGMA", 1.0, minimum=0.0)
+TM_SETTLED_PROBABILITY = env_float("TM_SETTLED_PROBABILITY", 0.01, minimum=0.0, maximum=0.49)
+TM_SETTLED_SIGMA = env_float("TM_SETTLED_SIGMA", 0.5, minimum=0.0)
 TM_DAILY_DUELS = env_int("TM_DAILY_DUELS", 200, minimum=0)
+# The leaderboard marks a rating "provisional" while its sigma is above this (tournament_manager/leaderboard).
+TM_PROVISIONAL_SIGMA = env_float("TM_PROVISIONAL_SIGMA", 2.0, minimum=0.0)
 # Bradley-Terry tie fits (tournament_manager/tie_fit.py).
 TM_TIE_FIT_DELAY_SECONDS = env_float("TM_TIE_FIT_DELAY_SECONDS", 60.0, minimum=0.0)
 TM_TIE_FIT_CHECK_INTERVAL_SECONDS = env_float("TM_TIE_FIT_CHECK_INTERVAL_SECONDS", 600.0, minimum=1.0)

@@ -166,9 +166,17 @@ class LadderSimulation:
         self._free += 1
         self._start_queued()
 
-    def run(self, until: Callable[[LadderSimulation], bool], max_time_s: float) -> None:
-        """Advance event by event until ``until(self)`` after a finished duel, or simulated ``max_time_s``."""
+    def run(
+        self, until: Callable[[LadderSimulation], bool], max_time_s: float, rest_s: float | None = None
+    ) -> bool:
+        """Advance event by event until ``until(self)`` after a finished duel, simulated ``max_time_s``, or
+        (with ``rest_s``) the ladder has had no duel in flight for ``rest_s``; returns whether it rests."""
+        quiet_since = self.now_s
         while self.now_s < max_time_s:
+            if self._running or self._queue:
+                quiet_since = self.now_s
+            elif rest_s is not None and self.now_s - quiet_since >= rest_s:
+                return True
             if self._running and self._running[0][0] <= self._next_matchmake:
                 self._finish()
                 if until(self):
@@ -177,3 +185,4 @@ class LadderSimulation:
                 self.now_s = self._next_matchmake
                 self._matchmake()
                 self._next_matchmake += self.setup.matchmake_interval_s
+        return False

@@ -15,6 +15,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
+
 from core.models import Environment, Rating
 from tournament_manager.bradley_terry import rank_with_ties
 from tournament_manager.tie_fit import request_refresh, stored_fit
@@ -42,6 +44,18 @@ class LeaderboardRow:
     bt_strength: float | None
     bt_lower: float | None
     bt_upper: float | None
+    #: The rating is still uncertain (``sigma`` above ``TM_PROVISIONAL_SIGMA``): its place may change.
+    provisional: bool = False
+
+
+#: Default of ``TM_PROVISIONAL_SIGMA``: a rating is provisional while its sigma is above this (TrueSkill
+#: units; its 95 % interval is then wider than about one beta, the skill gap of a 76 % win chance).
+PROVISIONAL_SIGMA = 2.0
+
+
+def provisional_threshold() -> float:
+    """The sigma above which a rating is shown as provisional (``TM_PROVISIONAL_SIGMA``)."""
+    return float(getattr(settings, "TM_PROVISIONAL_SIGMA", PROVISIONAL_SIGMA))
 
 
 def bradley_terry_intervals(environment_id: int) -> dict[Hashable, tuple[float, float, float]]:
@@ -66,6 +80,7 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
         [r.competitor_id for r in ratings],
         {c: (lo, hi) for c, (_, lo, hi) in intervals.items()},
     )
+    provisional_sigma = provisional_threshold()
     rows = []
     for r in ratings:
         comp = r.competitor
@@ -90,6 +105,7 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
                 bt_strength=bt[0] if bt else None,
                 bt_lower=bt[1] if bt else None,
                 bt_upper=bt[2] if bt else None,
+                provisional=r.sigma > provisional_sigma,
             )
         )
     return rows

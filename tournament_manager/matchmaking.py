@@ -87,9 +87,9 @@ class MatchmakingPolicy:
     #: Allowed duel lengths with a cost model (even numbers); empty: the game's ``matches_per_duel``.
     duel_lengths: tuple[int, ...] = ()
     #: A pair whose P(wrong order) is below this is settled and not replayed (0: never).
-    settle_probability: float = 0.02
+    settle_probability: float = 0.01
     #: A pair whose two sigmas are both below this is settled and not replayed (0: never).
-    settle_sigma: float = 1.0
+    settle_sigma: float = 0.5
     #: Ladder duels a competitor may play per 24 hours outside placement opponents' duty (0: no limit).
     daily_duels: int = 200
 

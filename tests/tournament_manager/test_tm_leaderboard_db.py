@@ -151,3 +151,15 @@ def assert_same_counts(kept: tuple, aggregated: tuple) -> None:
     assert kept[0] == aggregated[0]
     assert kept[1].tolist() == aggregated[1].tolist()
     assert kept[2].tolist() == aggregated[2].tolist()
+
+
+def test_ratings_with_a_high_sigma_are_marked_provisional(hidden_env, ladder, settings, client):
+    settings.TM_PROVISIONAL_SIGMA = 2.0
+    Rating.objects.filter(environment=hidden_env, competitor=ladder["mid"]).update(sigma=2.5)
+    Rating.objects.filter(environment=hidden_env).exclude(competitor=ladder["mid"]).update(sigma=1.5)
+    rows = {r.competitor: r for r in leaderboard(hidden_env)}
+    assert [n for n, r in rows.items() if r.provisional] == ["mid"]
+    page = client.get(f"/games/{hidden_env.slug}/").content.decode()
+    assert page.count('data-testid="provisional"') == 1
+    mid_row = next(line for line in page.split("<tr>") if ">mid</a>" in line)
+    assert 'data-testid="provisional"' in mid_row
