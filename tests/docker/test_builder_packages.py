@@ -26,7 +26,7 @@ import pytest
 
 from builder import build_submission
 from builder.settings import BuilderSettings
-from builder.wheels import WheelCache, parse_requirements
+from builder.wheels import TargetPlatform, WheelCache, parse_requirements
 from run_duel.sandbox.docker_client import get_client
 
 pytestmark = pytest.mark.docker
@@ -339,3 +339,22 @@ def test_no_build_step_has_network(base_image: str) -> None:
         listener.close()
     assert "Network is unreachable" in raised.value.log
     assert "REACHED HOST" not in raised.value.log
+
+
+def test_the_operators_extra_index_is_used_beside_the_main_one(index: Server, tmp_path: Path) -> None:
+    """AGENT_PIP_EXTRA_INDEX_URL: a package the main index lacks resolves from the extra one."""
+    empty, httpd = _serve({})  # answers 404 to everything: an index without the package
+    try:
+        settings = BuilderSettings(
+            pip_index_url=f"{empty.url}/simple",
+            pip_extra_index_url=f"{index.url}/simple",
+            wheel_cache_dir=tmp_path / "wheels",
+        )
+        target = TargetPlatform(
+            python="3.11", implementation="cp", abis=("cp311", "none"), platforms=("any",)
+        )
+        resolution = WheelCache(settings.wheel_cache).resolve(["arena-test-pkg==1.0"], target, settings)
+    finally:
+        httpd.shutdown()
+    assert resolution.packages() == [("arena-test-dep", "1.0"), ("arena-test-pkg", "1.0")]
+    assert "/simple/arena-test-pkg/" in empty.requests  # the main index was asked first
