@@ -1,4 +1,8 @@
-"""The Docker sandbox: one fresh, locked-down container per launch (per seat per duel).
+"""The Docker sandbox: a locked-down container per seat, fresh per launch, or warm (``docker_warm``).
+
+With ``reuse`` on (``ReusePolicy``), a launch forks a fresh agent process in an idle warm container of
+the same image, limits and revision, kept by this process between duels (``WarmAgentProcess``); the
+rest of this docstring describes the fresh container, whose settings a warm one shares.
 
 Transport: a Unix stream socket. For every launch the referee side creates a private folder holding a
 listening socket, bind-mounts that folder read-only at ``/run/arena`` in the container, and starts the
