@@ -358,3 +358,28 @@ def test_the_operators_extra_index_is_used_beside_the_main_one(index: Server, tm
         httpd.shutdown()
     assert resolution.packages() == [("arena-test-dep", "1.0"), ("arena-test-pkg", "1.0")]
     assert "/simple/arena-test-pkg/" in empty.requests  # the main index was asked first
+
+
+def _resolve_in_a_process(cache_dir: str, index_url: str) -> list[tuple[str, str]]:
+    settings = BuilderSettings(pip_index_url=index_url, wheel_cache_dir=Path(cache_dir))
+    target = TargetPlatform(python="3.11", implementation="cp", abis=("cp311", "none"), platforms=("any",))
+    return WheelCache(Path(cache_dir)).resolve(["arena-test-pkg==1.0"], target, settings).packages()
+
+
+def test_concurrent_builders_share_the_cache_safely(index: Server, tmp_path: Path) -> None:
+    """Three processes resolve the same requirements into one cache at once: all succeed, and the cache
+    holds each wheel once, intact, under its own hash."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    cache_dir = tmp_path / "shared"
+    with ProcessPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(_resolve_in_a_process, [str(cache_dir)] * 3, [f"{index.url}/simple"] * 3))
+    assert results == [[("arena-test-dep", "1.0"), ("arena-test-pkg", "1.0")]] * 3
+    wheels = sorted((cache_dir / "sha256").glob("*/*.whl"))
+    assert sorted(w.name for w in wheels) == sorted(
+        ["arena_test_dep-1.0-py3-none-any.whl", "arena_test_pkg-1.0-py3-none-any.whl"]
+    )
+    for wheel in wheels:
+        assert hashlib.sha256(wheel.read_bytes()).hexdigest() == wheel.parent.name
+    assert len(list((cache_dir / "resolutions").glob("*.json"))) == 1
+    assert not list((cache_dir / "tmp").iterdir())  # every download folder was removed
