@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import time
 from typing import Any
 
-from run_duel.channel import ChannelError
+from run_duel.channel import ChannelError, ChannelTimeout
 from run_duel.outcomes import ErrorKind
 from run_duel.sandbox.base import AgentProcess, LaunchSpec, Sandbox
+from run_duel.sandbox.cgroups import CpuUsage
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,9 @@ ERROR_LOG_LINES = 20
 #: After a missed deadline, an agent still filling its memory is watched this long for reaching its
 #: memory limit (then the fault is MEMORY_LIMIT, not TIMEOUT; ``AgentProcess.memory_exhausted``).
 MEMORY_GRACE_S = 1.0
+#: A move's deadline moves by the time the machine kept the agent waiting for a CPU (``Seat._receive``);
+#: a backstop bounds a move at this many times the limit however overloaded the machine is.
+MAX_WALL_FACTOR = 30.0
 
 
 class PlayerFault(Exception):
@@ -83,6 +88,44 @@ def json_preview(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+class _AgentClock:
+    """Reads, through open files, the CPU seconds of the agent's cgroup and the seconds its harness's
+    main thread spent runnable but not running (``/proc/<pid>/schedstat``, second field)."""
+
+    def __init__(self, cpu: CpuUsage, schedstat_fd: int) -> None:
+        self._cpu = cpu
+        self._fd = schedstat_fd
+
+    @classmethod
+    def open(cls, proc: AgentProcess) -> _AgentClock | None:
+        pid = proc.harness_pid()
+        if pid <= 0:
+            return None
+        cpu = proc.cpu_usage()
+        if cpu is None:
+            return None
+        try:
+            fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            cpu.close()
+            return None
+        return cls(cpu, fd)
+
+    def read(self) -> tuple[float, float] | None:
+        """(CPU seconds of the agent, run-queue seconds of its harness) so far; ``None`` once gone."""
+        cpu = self._cpu.seconds()
+        try:
+            waited = int(os.pread(self._fd, 256, 0).split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return None
+        return None if cpu is None else (cpu, waited)
+
+    def close(self) -> None:
+        self._cpu.close()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
 _unfreezable: set[str] = set()
 
 
@@ -116,6 +159,12 @@ class Seat:
         self.logs: list[str] = []
         self.fatal: PlayerFault | None = None  # every remaining match is charged with this
         self.started = False  # got "start" in the current match
+        self._clock: _AgentClock | None = None
+
+    def _close_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.close()
+            self._clock = None
 
     @property
     def relaunches(self) -> int:
@@ -131,6 +180,7 @@ class Seat:
         """Take a process launched for this seat (e.g. by ``Sandbox.launch_many``)."""
         self.launches += 1
         self.proc = proc
+        self._close_clock()
 
     def await_ready(self) -> None:
         """Wait for ``ready``, then freeze the agent until its first turn. On failure the seat is marked
@@ -146,6 +196,7 @@ class Seat:
         if reply.get("type") == "ready":
             if not self.proc.freeze():
                 _warn_unfrozen(self.sandbox)
+            self._clock = _AgentClock.open(self.proc)
             return
         if reply.get("type") == "error":
             name = reply.get("exception")
@@ -160,6 +211,7 @@ class Seat:
     def discard(self) -> None:
         """Kill the process, then keep its stderr tail (complete once it is dead: the local sandbox drains
         the pipe and the Docker sandbox fetches the log as part of ``kill``)."""
+        self._close_clock()
         if self.proc is None:
             return
         proc, self.proc = self.proc, None
@@ -180,20 +232,53 @@ class Seat:
 
     def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], float]:
         """Thaw, send ``message``, read the reply within the move deadline, freeze. Returns the reply and
-        the seconds from sending to the reply. Raises ``ChannelError``."""
+        the seconds from sending to the reply. Raises ``ChannelError`` (the agent is left thawed: what
+        happens next, a kill or a look at how it ended, needs it running)."""
         proc = self.proc
         assert proc is not None
         limits = self.limits
         proc.thaw()
+        clock = self._clock
+        start = clock.read() if clock is not None else None
         t0 = time.perf_counter()
-        try:
-            proc.channel.send(message, limits.move_timeout)
-            reply = proc.channel.recv(limits.move_timeout, limits.max_message_bytes)
-        except ChannelError:
-            raise  # left running: what happens next (kill, or a look at how it ended) needs it thawed
+        proc.channel.send(message, limits.move_timeout)
+        reply = self._receive(t0, start)
         elapsed = time.perf_counter() - t0
         proc.freeze()
         return reply, elapsed
+
+    def _receive(self, t0: float, start: tuple[float, float] | None) -> dict[str, Any]:
+        """The reply, within the move limit plus the time the machine kept the agent from running.
+
+        The agent's clock runs while it runs or sleeps, not while it waits for a CPU: at the deadline, if
+        the agent (all its processes) used less CPU than the limit during the move while its harness
+        waited for a CPU (its run-queue delay, ``/proc/<pid>/schedstat``), the deadline moves by that
+        wait (at most to ``MAX_WALL_FACTOR`` times the limit): a loaded host is not the agent's fault. An
+        agent that sleeps, or burns its own CPU budget (other threads or processes included), gets
+        nothing more."""
+        proc = self.proc
+        assert proc is not None
+        limits = self.limits
+        timeout = limits.move_timeout
+        while True:
+            try:
+                return proc.channel.recv(timeout, limits.max_message_bytes)
+            except ChannelTimeout:
+                now = self._clock.read() if self._clock is not None and start is not None else None
+                if now is None:
+                    raise
+                elapsed = time.perf_counter() - t0
+                cpu, waited = now[0] - start[0], now[1] - start[1]
+                budget = min(limits.move_timeout + waited, MAX_WALL_FACTOR * limits.move_timeout)
+                timeout = budget - elapsed
+                if cpu >= limits.move_timeout or timeout <= 0.001:
+                    if waited <= 0.001:
+                        raise
+                    raise ChannelTimeout(
+                        f"no complete reply within {limits.move_timeout:g} s of its own time (the move "
+                        f"took {elapsed:.2f} s, {waited:.2f} s of it waiting for a CPU; "
+                        f"{cpu:.2f} s of CPU)"
+                    ) from None
 
     def move(self, observation: Any, legal: list[int], ply: int) -> tuple[int, float]:
         """Ask for the action at ply ``ply`` of the match (``start`` on the seat's first move, then

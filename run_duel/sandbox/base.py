@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from run_duel.channel import Channel
+from run_duel.sandbox.cgroups import CpuUsage
 
 #: The files the harness imports, in order: ``player.py`` (class Player), else ``main.py`` (a Kaggle
 #: ``agent(observation, configuration)``).
@@ -105,6 +106,16 @@ class AgentProcess(ABC):
 
     def thaw(self) -> None:  # noqa: B027 - optional, pairs with freeze
         """Let a frozen agent run again (idempotent; a no-op when it is not frozen)."""
+
+    def harness_pid(self) -> int:
+        """The pid (as this process sees it) of the process running the user's code, whose main thread
+        answers the referee; 0 when unknown. The seat reads its scheduler statistics to tell a slow agent
+        from one the machine starved."""
+        return 0
+
+    def cpu_usage(self) -> CpuUsage | None:
+        """A counter of the CPU seconds every process of the agent used (its cgroup's), or ``None``."""
+        return None
 
     def memory_exhausted(self, grace: float = 0.0) -> str:
         """A sentence when the agent ran out of memory (the kernel OOM-killed one of its processes, or its

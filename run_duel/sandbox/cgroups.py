@@ -47,7 +47,7 @@ def mounts() -> dict[str, Path]:
             found.setdefault(V2, Path(fields[4]))
         elif extra[0] == "cgroup":
             for option in extra[2].split(","):
-                if option in ("freezer", "memory", "pids"):
+                if option in ("freezer", "memory", "pids", "cpuacct"):
                     found.setdefault(option, Path(fields[4]))
     return found
 
@@ -84,7 +84,7 @@ def container_dirs(container_id: str) -> dict[str, Path]:
     override = os.environ.get(ROOT_ENV, "").strip()
     if override:
         root = Path(override)
-        known = {key: root / key for key in ("freezer", "memory", "pids")}
+        known = {key: root / key for key in ("freezer", "memory", "pids", "cpuacct")}
         if (root / "cgroup.controllers").exists():
             known = {V2: root}
     else:
@@ -150,6 +150,45 @@ class Freezer:
     def close(self) -> None:
         """Thaw (a frozen v1 task cannot die) and close the file (idempotent)."""
         self.thaw()
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+
+
+class CpuUsage:
+    """CPU seconds used so far by every task of one cgroup (v1 ``cpuacct.usage``, v2 ``cpu.stat``'s
+    ``usage_usec``), read through an open file (about a microsecond)."""
+
+    def __init__(self, path: Path, *, v2: bool) -> None:
+        self.v2 = v2
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    @classmethod
+    def for_dirs(cls, dirs: dict[str, Path]) -> CpuUsage | None:
+        for key, name, v2 in (("cpuacct", "cpuacct.usage", False), (V2, "cpu.stat", True)):
+            directory = dirs.get(key)
+            if directory is not None:
+                try:
+                    return cls(directory / name, v2=v2)
+                except OSError:
+                    continue
+        return None
+
+    def seconds(self) -> float | None:
+        """CPU seconds so far; ``None`` when the group is gone."""
+        try:
+            data = os.pread(self._fd, 4096, 0)
+        except OSError:
+            return None
+        if not self.v2:
+            return int(data) / 1e9 if data.strip() else None
+        for line in data.split(b"\n"):
+            if line.startswith(b"usage_usec "):
+                return int(line.split()[1]) / 1e6
+        return None
+
+    def close(self) -> None:
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._fd)

@@ -147,7 +147,9 @@ class _SeatCgroup:
         """Where seat groups go, per hierarchy: the referee's own group (its root when at the root)."""
         own = cgroups.cgroup_dirs_of(os.getpid())
         roots = cgroups.mounts()
-        parents = {key: own.get(key, roots[key]) for key in ("pids", "memory", "freezer") if key in roots}
+        parents = {
+            key: own.get(key, roots[key]) for key in ("pids", "memory", "freezer", "cpuacct") if key in roots
+        }
         if "freezer" not in parents and cgroups.V2 in roots:
             parents[cgroups.V2] = own.get(cgroups.V2, roots[cgroups.V2])
         return {key: path for key, path in parents.items() if os.access(path, os.W_OK)}
@@ -162,6 +164,7 @@ class _SeatCgroup:
             "pids": {"pids.max": str(limits.pids)},
             "memory": {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory},
             "freezer": {},
+            "cpuacct": {},
             cgroups.V2: {"pids.max": str(limits.pids), "memory.max": memory, "memory.swap.max": "0"},
         }
         for key, parent in cls.parents().items():
@@ -334,6 +337,7 @@ class LocalAgentProcess(AgentProcess):
         self._killed_by_us = False
         self._dead = False
         self._drained = False
+        self._harness_pid: int | None = None
         self.via_bwrap = via_bwrap
 
     def _reap(self, block: bool) -> ExitInfo | None:
@@ -436,6 +440,30 @@ class LocalAgentProcess(AgentProcess):
         """Let the agent's cgroup run again."""
         if self._cgroup is not None and self._cgroup.freezer is not None:
             self._cgroup.freezer.thaw()
+
+    def harness_pid(self) -> int:
+        """The harness process: the launched process itself, or under bubblewrap the first process down
+        the chain of first children that runs the harness (bubblewrap's own init sits in between)."""
+        if self._harness_pid is None:
+            self._harness_pid = 0
+            pid = self.pid
+            for _ in range(4):
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                except OSError:
+                    break
+                if b"arena_harness" in cmdline and b"bwrap" not in cmdline.split(b"\0", 1)[0]:
+                    self._harness_pid = pid
+                    break
+                if not children:
+                    break
+                pid = int(children[0])
+        return self._harness_pid
+
+    def cpu_usage(self) -> cgroups.CpuUsage | None:
+        """The agent's cgroup CPU counter (a new open file each call; the caller closes it)."""
+        return cgroups.CpuUsage.for_dirs(self._cgroup.dirs) if self._cgroup is not None else None
 
     def memory_exhausted(self, grace: float = 0.0) -> str:
         """From the agent's memory cgroup: an OOM kill, or usage that reached ``Limits.memory_mb``."""
