@@ -475,7 +475,10 @@ def _build_or_reuse(validated: ValidatedZip, settings: BuilderSettings, extra_ta
     cache = WheelCache(settings.wheel_cache)
     wheel_files = tuple(cache.wheel_path(w) for w in resolution.wheels) if resolution else ()
     with tempfile.TemporaryFile() as context:
-        write_context(validated, dockerfile, context, language=language, wheel_files=wheel_files)
+        try:
+            write_context(validated, dockerfile, context, language=language, wheel_files=wheel_files)
+        except OSError as exc:  # e.g. a wheel trimmed from the cache meanwhile: ours, retried
+            raise ImageBuildError(f"writing the build context failed: {exc}", kind="INFRA") from exc
         context.seek(0)
         log, image_id = _run_build(context, tag, settings)
     log = requirements_log + log

@@ -11,6 +11,7 @@
 | AGENT_PIP_INDEX_URL | https://pypi.org/simple | index the worker host fetches wheels from |
 | AGENT_PIP_EXTRA_INDEX_URL | (none) | one more index, e.g. https://download.pytorch.org/whl/cpu |
 | AGENT_WHEEL_CACHE_DIR | $RL_ARENA_DATA_DIR/cache/wheels | the shared content-addressed wheel cache |
+| AGENT_WHEEL_CACHE_MB | 10240 | its size: least recently used resolutions (unused for 1 h) go beyond it |
 | AGENT_PACKAGES_MAX_MB | 1024 | cap of the wheels fetched and of the installed packages |
 | AGENT_PACKAGES_MAX_FILES | 50000 | cap of the number of installed files |
 | AGENT_PACKAGES_TIMEOUT_S | 300 | cap of fetching the wheels, and of installing them |
@@ -67,6 +68,7 @@ class BuilderSettings:
     pip_index_url: str = "https://pypi.org/simple"
     pip_extra_index_url: str = ""
     wheel_cache_dir: Path | None = None  # None: $RL_ARENA_DATA_DIR/cache/wheels
+    wheel_cache_mb: int = 10240
     packages_max_mb: int = 1024
     packages_max_files: int = 50000
     packages_timeout_s: int = 300
@@ -85,6 +87,7 @@ class BuilderSettings:
             pip_index_url=_env_url("AGENT_PIP_INDEX_URL", cls.pip_index_url),
             pip_extra_index_url=_env_url("AGENT_PIP_EXTRA_INDEX_URL", ""),
             wheel_cache_dir=Path(cache) if cache else None,
+            wheel_cache_mb=_env_int("AGENT_WHEEL_CACHE_MB", cls.wheel_cache_mb, minimum=1),
             packages_max_mb=_env_int("AGENT_PACKAGES_MAX_MB", cls.packages_max_mb, minimum=1),
             packages_max_files=_env_int("AGENT_PACKAGES_MAX_FILES", cls.packages_max_files, minimum=1),
             packages_timeout_s=_env_int("AGENT_PACKAGES_TIMEOUT_S", cls.packages_timeout_s, minimum=1),

@@ -24,6 +24,7 @@ again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -43,6 +44,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from builder.settings import BuilderSettings
 
 RESOLVER_VERSION = "1"
+#: Resolutions used this recently are never trimmed (a build may be copying their wheels).
+TRIM_GRACE_S = 3600.0
 MAX_REQUIREMENT_LINES = 200
 _COMMENT = re.compile(r"(^|\s)#.*$")
 _NO_WHEEL = re.compile(r"No matching distribution found for ([^\s]+)")
@@ -219,6 +222,7 @@ class WheelCache:
         try:
             wheels = tuple(Wheel(**item) for item in json.loads(manifest.read_text()))
             if all(self.wheel_path(w).is_file() for w in wheels):
+                os.utime(manifest)  # its last use: trim keeps recently used resolutions
                 return Resolution(wheels=wheels, cached=True, seconds=time.monotonic() - started)
         except (OSError, ValueError, TypeError):
             pass
@@ -228,7 +232,40 @@ class WheelCache:
             self._download(requirements, target, settings, folder)
             wheels = self._store(folder, settings)
         _write_atomic(manifest, json.dumps([asdict(w) for w in wheels], indent=1))
+        with contextlib.suppress(OSError):  # trimming is housekeeping: never fails a build
+            self.trim(settings.wheel_cache_mb * 1024 * 1024)
         return Resolution(wheels=wheels, cached=False, seconds=time.monotonic() - started)
+
+    def trim(self, budget_bytes: int, *, grace_s: float = TRIM_GRACE_S) -> int:
+        """Forget the least recently used resolutions, and delete the wheels no remaining resolution uses,
+        until the wheels take at most ``budget_bytes``; resolutions used in the last ``grace_s`` seconds
+        are kept whatever the size (a build may be copying their wheels). Returns the bytes deleted."""
+        manifests = sorted((self.root / "resolutions").glob("*.json"), key=_mtime)
+        wheels = {p: _size(p) for p in (self.root / "sha256").glob("*/*")}
+        total = before = sum(wheels.values())
+        if total <= budget_bytes:
+            return 0
+        now = time.time()
+        # A wheel stored in the last grace_s seconds may belong to a resolution not written yet.
+        recent = {p for p in wheels if now - _mtime(p) < grace_s}
+        kept = list(manifests)
+        for manifest in manifests:
+            if total <= budget_bytes or now - _mtime(manifest) < grace_s:
+                break
+            kept.remove(manifest)
+            manifest.unlink(missing_ok=True)
+            used = set()
+            for other in kept:
+                try:
+                    used |= {self.wheel_path(Wheel(**w)) for w in json.loads(other.read_text())}
+                except (OSError, ValueError, TypeError):
+                    continue
+            for path in [p for p in wheels if p not in used and p not in recent]:
+                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()
+                total -= wheels.pop(path)
+        return before - total
 
     def _download(
         self, requirements: list[str], target: TargetPlatform, settings: BuilderSettings, folder: Path
@@ -334,6 +371,20 @@ class WheelCache:
                 os.replace(path, target)  # the download folder is on the cache's file system: atomic
             wheels.append(wheel)
         return tuple(wheels)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _tail(output: str, lines: int = 6) -> str:

@@ -13,20 +13,23 @@ import hashlib
 import http.server
 import io
 import ipaddress
+import json
+import os
 import socket
 import tarfile
 import threading
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from builder import build_submission
 from builder.settings import BuilderSettings
-from builder.wheels import TargetPlatform, WheelCache, parse_requirements
+from builder.wheels import TargetPlatform, Wheel, WheelCache, parse_requirements
 from run_duel.sandbox.docker_client import get_client
 
 pytestmark = pytest.mark.docker
@@ -383,3 +386,38 @@ def test_concurrent_builders_share_the_cache_safely(index: Server, tmp_path: Pat
         assert hashlib.sha256(wheel.read_bytes()).hexdigest() == wheel.parent.name
     assert len(list((cache_dir / "resolutions").glob("*.json"))) == 1
     assert not list((cache_dir / "tmp").iterdir())  # every download folder was removed
+
+
+def test_the_wheel_cache_forgets_the_least_recently_used_resolutions_beyond_its_budget(
+    tmp_path: Path,
+) -> None:
+    cache = WheelCache(tmp_path)
+    hour_ago = time.time() - 2 * 3600
+
+    def stored(name: str, size: int, manifest: str, used_at: float) -> Path:
+        data = name.encode() * (size // len(name))
+        wheel = Wheel(
+            filename=f"{name}-1.0-py3-none-any.whl",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            name=name,
+            version="1.0",
+        )
+        path = cache.wheel_path(wheel)
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        (tmp_path / "resolutions").mkdir(exist_ok=True)
+        (tmp_path / "resolutions" / manifest).write_text(json.dumps([asdict(wheel)]))
+        for file in (path, tmp_path / "resolutions" / manifest):
+            os.utime(file, (used_at, used_at))
+        return path
+
+    old = stored("oldpkg", 3000, "old.json", hour_ago)
+    middle = stored("midpkg", 3000, "middle.json", hour_ago + 60)
+    fresh = stored("newpkg", 3000, "fresh.json", time.time())  # used within the grace period
+    assert cache.trim(10_000) == 0  # 9,000 bytes: within the budget
+    assert cache.trim(5_000) == 6_000
+    assert not old.exists() and not (tmp_path / "resolutions" / "old.json").exists()
+    assert not middle.exists()  # 6,000 bytes were still over 5,000: the next oldest went too
+    assert fresh.exists()  # recently used: kept whatever the budget
+    assert cache.trim(0) == 0  # only the fresh resolution is left, inside its grace period
