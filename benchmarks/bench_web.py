@@ -234,7 +234,7 @@ def load(args: argparse.Namespace) -> dict[str, float]:
                                     states, actions, move_times, error_kind, error_msg)
             SELECT d.id, k,
                    CASE WHEN k < d.player_1_wins THEN 'PLAYER_1_WIN' ELSE 'PLAYER_2_WIN' END,
-                   CASE WHEN k % 2 = 0 THEN 'PLAYER_1' ELSE 'PLAYER_2' END,
+                   CASE WHEN k %% 2 = 0 THEN 'PLAYER_1' ELSE 'PLAYER_2' END,
                    CASE WHEN k < d.player_1_wins THEN 1.0 ELSE 0.0 END,
                    CASE WHEN k < d.player_1_wins THEN 0.0 ELSE 1.0 END,
                    %s::jsonb, '[]'::jsonb, '[]'::jsonb, '', ''

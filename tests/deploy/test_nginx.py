@@ -181,12 +181,16 @@ def test_uploads_under_the_cap_reach_the_app(nginx_in_front_of_echo: tuple[int, 
 
 
 def test_the_django_app_behind_nginx(nginx_binary: str, tmp_path: Path, services: list[Service]) -> None:
-    """The real platform: gunicorn core.wsgi behind nginx; Host passes through, nginx serves /static/."""
+    """The real platform: gunicorn as the image starts it (core/gunicorn_conf.py) behind nginx; Host passes
+    through, nginx serves /static/ and keeps public pages in its micro-cache, never personal ones."""
     app_port, port = free_port(), free_port()
     data = tmp_path / "data"
     rendered = render_nginx(tmp_path / "nginx", http_port=port, upstream=f"127.0.0.1:{app_port}")
-    env = django_env(data, ALLOWED_HOSTS="arena.test", STATIC_ROOT=str(rendered.static))
-    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"]):
+    env = django_env(
+        data, ALLOWED_HOSTS="arena.test", STATIC_ROOT=str(rendered.static),
+        WEB_CONCURRENCY="1", WEB_PUBLIC_MAX_AGE="600",  # long enough that nothing expires during the test
+    )  # fmt: skip
+    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["sync_environments"]):
         done = subprocess.run(
             [sys.executable, "manage.py", *command, "-v", "0"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
@@ -198,11 +202,11 @@ def test_the_django_app_behind_nginx(nginx_binary: str, tmp_path: Path, services
                 sys.executable,
                 "-m",
                 "gunicorn",
+                "-c",
+                "python:core.gunicorn_conf",
                 "core.wsgi",
                 "--bind",
                 f"127.0.0.1:{app_port}",
-                "--workers",
-                "1",
             ],
             log=tmp_path / "gunicorn.log",
             env=env,
@@ -221,3 +225,16 @@ def test_the_django_app_behind_nginx(nginx_binary: str, tmp_path: Path, services
     status, headers, _ = get(f"http://127.0.0.1:{port}/static/admin/css/base.css", {"Host": "arena.test"})
     assert status == 200
     assert headers["Content-Type"] == "text/css"
+    # The micro-cache: an anonymous public page is served by nginx the second time; a request with a session
+    # cookie always reaches the app; the health probe is never cached.
+    game = f"http://127.0.0.1:{port}/games/connect-four/"
+    first = get(game, {"Host": "arena.test"})
+    second = get(game, {"Host": "arena.test"})
+    assert first[0] == second[0] == 200 and first[2] == second[2]
+    assert (first[1]["X-Cache"], second[1]["X-Cache"]) == ("MISS", "HIT")
+    assert "public" in second[1]["Cache-Control"]
+    personal = get(game, {"Host": "arena.test", "Cookie": "sessionid=someone"})
+    assert personal[0] == 200 and personal[1]["X-Cache"] == "BYPASS"
+    probes = [get(f"http://127.0.0.1:{port}/healthz", {"Host": "arena.test"}) for _ in range(2)]
+    assert [p[1]["X-Cache"] for p in probes] == ["MISS", "MISS"]
+    assert probes[1][0] == 200
