@@ -56,6 +56,7 @@ def test_wrong_passwords_from_elsewhere_never_lock_the_owner_out(staff):
     # ...the owner, from their own address, gets in through every door.
     assert _site_login(Client(), email, PASSWORD, OWNER_ADDRESS) == 302
     assert _admin_login(Client(), email, PASSWORD, OWNER_ADDRESS) == 302
+    assert Client().get("/admin/login/").status_code == 200  # the throttled route still shows the form
     assert _api_login(email, PASSWORD, OWNER_ADDRESS) == 200
 
 
