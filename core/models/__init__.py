@@ -10,6 +10,7 @@ from core.models.pairs import PairRecord
 from core.models.pipeline import Build, SmokeTest
 from core.models.play import PlaySession
 from core.models.rating import Rating, RatingHistory
+from core.models.season import Season, SeasonFinalist, SeasonFinalsDuel
 from core.models.tournament import Tournament, TournamentParticipant
 from core.models.user import User
 from core.models.worker import ReaperState, WorkerStatus
@@ -31,6 +32,9 @@ __all__ = [
     "RatingHistory",
     "ReaperState",
     "Revision",
+    "Season",
+    "SeasonFinalist",
+    "SeasonFinalsDuel",
     "SmokeTest",
     "Tournament",
     "TournamentParticipant",

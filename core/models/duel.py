@@ -30,6 +30,7 @@ class Duel(LeasedJob):
         LADDER = "LADDER", "ladder"
         TOURNAMENT = "TOURNAMENT", "tournament"
         CHALLENGE = "CHALLENGE", "challenge"
+        FINALS = "FINALS", "season finals"
 
     Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in DuelResult])
 
