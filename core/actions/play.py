@@ -102,9 +102,11 @@ def admit_waiting_games(user_id: int) -> None:
         .order_by("pk")
         .values_list("pk", "status")[:cap]
     )
-    for session_id, status in list(first):
-        if status == PlaySession.Status.QUEUED:
-            enqueue_on_commit(PlaySession.task_name, session_id)
+    admitted = [session_id for session_id, status in list(first) if status == PlaySession.Status.QUEUED]
+    # A game that waited behind the cap starts its idle clock now (the reaper's abandonment counts from it).
+    PlaySession.objects.filter(pk__in=admitted).update(last_activity_at=db_now())
+    for session_id in admitted:
+        enqueue_on_commit(PlaySession.task_name, session_id)
 
 
 def claim_play_session(session_id: int, worker: str | None = None) -> PlaySession | None:
@@ -303,12 +305,22 @@ def requeue_orphaned_play_sessions() -> int:
 def abandon_stale_play_sessions(max_idle_s: float | None = None) -> int:
     """End sessions nobody drives any more: idle far beyond the inactivity timeout (their worker died,
     or the hint was lost), by the database's clock (a reaper whose clock is wrong closes no live game).
-    Returns how many were ended."""
+    Returns how many were ended.
+
+    A game waiting behind its person's cap (:func:`admit_waiting_games`) is not abandoned: nobody was meant
+    to drive it yet. It waits for the person's earlier games, which end by their own inactivity clock, and
+    its clock starts when a worker claims it."""
     idle = max_idle_s if max_idle_s is not None else 3 * inactivity_timeout() + 60
     cutoff = db_in(-idle)
     stale = PlaySession.objects.filter(
         status__in=(PlaySession.Status.QUEUED, PlaySession.Status.PLAYING), last_activity_at__lt=cutoff
     )
+    waiting = [
+        session.pk
+        for session in stale.filter(status=PlaySession.Status.QUEUED).only("pk", "user_id")[:500]
+        if games_ahead(session) >= settings.PLAY_MAX_LIVE_PER_USER
+    ]
+    stale = stale.exclude(pk__in=waiting)
     with transaction.atomic():
         users = set(stale.values_list("user_id", flat=True))
         closed = stale.update(

@@ -9,12 +9,14 @@ import base64
 import json
 import os
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db.models.functions import Now
 from django.test import Client
 
-from core.actions.play import end_play_session, start_play_session
+from core.actions.play import abandon_stale_play_sessions, end_play_session, start_play_session
 from core.models import PlaySession
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -92,3 +94,22 @@ def test_a_person_past_the_cap_waits_for_one_of_their_games_to_end(
     for game in (games[1], games[2]):
         end_play_session(game, PlaySession.Result.ABANDONED, message="closed by the test")
     assert [task.join() for task in tasks] == ["finished"] * 3
+
+
+def test_a_game_waiting_behind_the_cap_is_not_closed_as_abandoned(
+    transactional_db, make_competitor, make_user, broker, settings
+):
+    settings.PLAY_MAX_LIVE_PER_USER = 1
+    person = make_user()
+    agent = make_competitor("random")
+    first, waiting = (start_play_session(person, agent.pk).pk for _ in range(2))
+    assert broker() == {first}
+    # Both games sat for an hour: the admitted one lost its worker, the other one was never meant to start.
+    PlaySession.objects.filter(pk__in=(first, waiting)).update(last_activity_at=Now() - timedelta(hours=1))
+
+    assert abandon_stale_play_sessions(max_idle_s=60) == 1
+    assert PlaySession.objects.get(pk=first).result == PlaySession.Result.FAILED
+    assert PlaySession.objects.get(pk=waiting).status == PlaySession.Status.QUEUED
+    # Its turn came with the first game's end: hinted, and its idle clock starts now, not an hour ago.
+    assert broker() == {waiting}
+    assert abandon_stale_play_sessions(max_idle_s=60) == 0
