@@ -230,10 +230,17 @@ def fmt(x: float | None) -> str:
 
 
 def sub_league(seed: int) -> tuple[FixtureLeague, int]:
-    """The Connect Four fixture without its mid-table agent (returned last, index 10), cut to 11 agents."""
+    """Eleven agents of the Connect Four fixture; the one that uploads later is returned last (index 10):
+    of the middle half of the table, the one farthest in score from its neighbours (a near-tie has no
+    right rank to reach)."""
     data = json.loads((FIXTURES / "connect_four_league.json").read_text())
     agents = sorted(data["agents"], key=lambda a: -a["score"])
-    held_out = agents[len(agents) // 2]
+    n = len(agents)
+
+    def gap(i: int) -> float:
+        return min(abs(agents[i]["score"] - agents[j]["score"]) for j in (i - 1, i + 1))
+
+    held_out = agents[max(range(n // 4, n - n // 4), key=gap)]
     chosen = [*[a for a in agents if a is not held_out][:10], held_out]
     names = {a["name"] for a in chosen}
     rows = [row for row in data["pairs"] if row[0] in names and row[1] in names]
@@ -243,8 +250,9 @@ def sub_league(seed: int) -> tuple[FixtureLeague, int]:
 def after_upload(
     sim: LadderSimulation, league: FixtureLeague, new: int, hours: float
 ) -> tuple[float, int, float]:
-    """``new`` joins: seconds until its rank among the others is right for good, its duels, and the
-    seconds from the upload to its last duel (within ``hours``)."""
+    """``new`` joins: seconds until its rank among the others (by mu - 3 sigma, against the fixture's
+    standings) is right for good, its duels, and the seconds from the upload to its last duel (within
+    ``hours``; after it, its rating no longer moves)."""
     joined = sim.now_s
     sim.add(new)
     history: list[tuple[float, bool]] = []

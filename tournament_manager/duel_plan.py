@@ -17,7 +17,8 @@ short duels, close, well-known pairs longer ones, and the fixed cost is spent wh
 :func:`best_length` picks the best even length (sides swap every match) from the allowed ones.
 
 A pair is **settled** (:func:`is_settled`) when its order is known (``P(wrong order)`` below
-``settle_probability``) or both competitors are known precisely (both ``sigma`` below ``settle_sigma``:
+``settle_probability``) and the leaderboard's ``mu - 3 sigma`` shows it, or both competitors are known
+precisely (both ``sigma`` below ``settle_sigma``:
 agents of equal strength never get a confident order, and replaying them teaches nothing the
 leaderboard shows). Matchmaking does not replay settled pairs, so a league whose neighbours are all
 settled rests.
@@ -92,10 +93,14 @@ def best_length(
 
 
 def is_settled(a: Skill, b: Skill, settle_probability: float, settle_sigma: float) -> bool:
-    """Whether replaying ``a`` against ``b`` is not worth a duel (see the module docstring)."""
-    if wrong_order_probability(a, b) < settle_probability:
+    """Whether replaying ``a`` against ``b`` is not worth a duel (see the module docstring). A known
+    order settles the pair only once the leaderboard's order (``mu - 3 sigma``) shows it: until then more
+    results shrink the newer one's sigma."""
+    if a.sigma < settle_sigma and b.sigma < settle_sigma:
         return True
-    return a.sigma < settle_sigma and b.sigma < settle_sigma
+    if (a.mu - b.mu) * (a.conservative - b.conservative) < 0:
+        return False
+    return wrong_order_probability(a, b) < settle_probability
 
 
 def even_lengths(low: int, high: int) -> tuple[int, ...]:

@@ -86,6 +86,9 @@ def test_settled_pairs():
     assert is_settled(Skill(25, 0.8), Skill(25.1, 0.9), 0.02, 1.0)  # both known precisely, order a coin flip
     assert not is_settled(Skill(25, 3.0), Skill(26, 3.0), 0.02, 1.0)
     assert not is_settled(Skill(25, 0.8), Skill(25.1, 3.0), 0.02, 1.0)  # one of them is still uncertain
+    # The order by mu is known (P(wrong) 0.024), but the leaderboard's mu - 3 sigma still shows it reversed.
+    assert not is_settled(Skill(30, 4.0), Skill(22, 0.5), 0.05, 1.0)
+    assert is_settled(Skill(30, 2.0), Skill(22, 0.5), 0.05, 1.0)
 
 
 def test_a_settled_league_rests_even_when_everyone_is_idle():
