@@ -159,9 +159,10 @@ def timeouts(sandbox, busy: str, opponent: str, matches: int, pinned: bool) -> t
             limits=limits,
             pin_cpus=pinned,
         )
-        charged += sum(
-            1 for m in duel["matches"] if m["result"] == "PLAYER_1_ERROR" and m["error_kind"] == "TIMEOUT"
-        )
+        for match in duel["matches"]:
+            if match["result"] == "PLAYER_1_ERROR" and match["error_kind"] == "TIMEOUT":
+                charged += 1
+                print("   ", match["error_msg"].splitlines()[0])
         played += n
     return charged, played
 
