@@ -19,6 +19,8 @@ from core.models import (
     Rating,
     RatingHistory,
     Revision,
+    Season,
+    SeasonFinalist,
     SmokeTest,
     Tournament,
     TournamentParticipant,
@@ -260,3 +262,32 @@ class TournamentAdmin(admin.ModelAdmin):
     ]
     list_filter = ["environment", "state"]
     inlines = [ParticipantInline]
+
+
+class SeasonFinalistInline(admin.TabularInline):
+    model = SeasonFinalist
+    fields = ["final_rank", "seed", "competitor", "revision", "mu", "sigma", "wins", "losses"]
+    fields += ["cut_after_round"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Season)
+class SeasonAdmin(admin.ModelAdmin):
+    """Operators create seasons (dates, finalists); the finals are run by ``tournament_manager.seasons``."""
+
+    list_display = ["name", "environment", "starts_at", "ends_at", "finalists", "state", "finals_round"]
+    list_filter = ["environment", "state"]
+    fields = ["environment", "name", "starts_at", "ends_at", "finalists", "state", "finals_round"]
+    fields += ["finals_started_at", "finished_at"]
+    inlines = [SeasonFinalistInline]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        done = ["state", "finals_round", "finals_started_at", "finished_at"]
+        if obj is not None and obj.state != Season.State.OPEN:
+            return ["environment", "name", "starts_at", "ends_at", "finalists", *done]
+        return done

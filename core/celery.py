@@ -40,3 +40,5 @@ app.steps["consumer"].add(MonitorStep)
 app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher"])
 # The agent image collector's periodic task (duel_runner/image_gc.py).
 app.autodiscover_tasks(["duel_runner"], related_name="image_gc")
+# Seasons and their finals (tournament_manager/season_tasks.py).
+app.autodiscover_tasks(["tournament_manager"], related_name="season_tasks")

@@ -428,6 +428,12 @@ TM_TIE_FIT_DELAY_SECONDS = env_float("TM_TIE_FIT_DELAY_SECONDS", 60.0, minimum=0
 TM_TIE_FIT_CHECK_INTERVAL_SECONDS = env_float("TM_TIE_FIT_CHECK_INTERVAL_SECONDS", 600.0, minimum=1.0)
 TM_TIE_FIT_BOOTSTRAP = env_int("TM_TIE_FIT_BOOTSTRAP", 100, minimum=0)
 TM_TIE_FIT_PENDING_GRACE_SECONDS = env_float("TM_TIE_FIT_PENDING_GRACE_SECONDS", 600.0, minimum=0.0)
+# Seasons (tournament_manager/seasons.py): finalists of a season's finals, the share cut after each finals
+# round, the size of the last round, and how often seasons are checked (s).
+SEASON_FINALISTS = env_int("SEASON_FINALISTS", 8, minimum=2)
+SEASON_FINALS_CUT = env_float("SEASON_FINALS_CUT", 0.5, minimum=0.1, maximum=0.9)
+SEASON_FINALS_LAST = env_int("SEASON_FINALS_LAST", 4, minimum=2)
+SEASON_CHECK_INTERVAL_SECONDS = env_float("SEASON_CHECK_INTERVAL_SECONDS", 60.0, minimum=1.0)
 PUBLISH_REMOTE = env_str("PUBLISH_REMOTE", "") or ""
 PUBLISH_BRANCH = env_str("PUBLISH_BRANCH", "main") or "main"
 PUBLISH_GIT_SSH_COMMAND = env_str("PUBLISH_GIT_SSH_COMMAND", "") or None

@@ -7,7 +7,7 @@ from django.urls import include, path, reverse_lazy
 from django.views.generic import TemplateView
 
 from web.page_cache import cached_page, competitor_version, game_version
-from web.views import accounts, health, kits, notifications, pages, play, records, upload
+from web.views import accounts, health, kits, notifications, pages, play, records, seasons, upload
 
 # Public pages served from the cache to anonymous visitors, keyed by the ratings they show (page_cache.py).
 game_page = cached_page("game", game_version)(pages.game)
@@ -67,6 +67,8 @@ urlpatterns = [
     path("games/<slug:slug>/leaderboard/", leaderboard_partial, name="leaderboard"),
     path("games/<slug:slug>/records.jsonl", records.records_download, name="records"),
     path("games/<slug:slug>/starter.zip", kits.starter_kit, name="starter-kit"),
+    path("games/<slug:slug>/seasons/", seasons.season_list, name="seasons"),
+    path("games/<slug:slug>/seasons/<int:pk>/", seasons.season_detail, name="season"),
     path("guide/", kits.guide, name="guide"),
     path("downloads/rl-arena-client.zip", kits.client_download, name="client-download"),
     path("notifications/", notifications.notifications, name="notifications"),

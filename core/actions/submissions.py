@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from core import storage
 from core.actions.errors import ActionError, SubmissionError
+from core.actions.seasons import frozen_season
 from core.models import Build, Competitor, Environment, Revision, SmokeTest, User
 from core.models.competitor import NAME_VALIDATOR
 from core.queue import enqueue_on_commit
@@ -99,6 +100,12 @@ def submit_revision(
     environment = Environment.objects.filter(slug=environment_slug, is_active=True).first()
     if environment is None:
         raise SubmissionError(f"unknown environment {environment_slug!r}")
+    frozen = frozen_season(environment.pk)
+    if frozen is not None:
+        raise SubmissionError(
+            f"submissions to {environment.name} are frozen: season {frozen.name} has ended and its finals "
+            "are being played"
+        )
 
     tmp, sha256, size = _spool(zip_file)
     dest: Path | None = None

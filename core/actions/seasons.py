@@ -1,0 +1,47 @@
+"""Seasons as the rest of ``core`` sees them: whether a game's submissions are frozen, and creating one.
+
+The finals themselves (seeding, rounds, cuts, the final table) are run by ``tournament_manager.seasons``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Q
+from django.utils import timezone
+
+from core.actions.errors import ActionError
+from core.models import Environment, Season
+
+
+def frozen_season(environment_id: int, now: datetime | None = None) -> Season | None:
+    """The season whose end froze this game's submissions, if any: it has ended and is not FINISHED yet
+    (its finals are being played, or about to start)."""
+    now = now or timezone.now()
+    return (
+        Season.objects.filter(environment_id=environment_id, ends_at__lte=now)
+        .filter(Q(state=Season.State.OPEN) | Q(state=Season.State.FINALS))
+        .order_by("ends_at")
+        .first()
+    )
+
+
+def create_season(
+    environment: Environment | int,
+    name: str,
+    starts_at: datetime,
+    ends_at: datetime,
+    finalists: int | None = None,
+) -> Season:
+    """A new season of ``environment`` (validated: dates in order, no overlap, at least two finalists)."""
+    environment_id = environment if isinstance(environment, int) else environment.pk
+    season = Season(environment_id=environment_id, name=name, starts_at=starts_at, ends_at=ends_at)
+    if finalists is not None:
+        season.finalists = finalists
+    try:
+        season.full_clean()
+    except Exception as exc:  # django ValidationError: report its messages as an action error
+        messages = getattr(exc, "messages", [str(exc)])
+        raise ActionError("; ".join(messages)) from None
+    season.save()
+    return season
