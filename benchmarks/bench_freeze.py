@@ -167,7 +167,7 @@ def timeouts(sandbox, busy: str, opponent: str, matches: int, pinned: bool) -> t
     return charged, played
 
 
-def fairness(matches: int, niceness: int) -> None:
+def fairness(matches: int, niceness: int, spinner_only: bool = False) -> None:
     sandbox = make_sandbox("docker")
     if niceness:
         renice_launches(sandbox, niceness)
@@ -183,6 +183,8 @@ def fairness(matches: int, niceness: int) -> None:
             ("vs random (baseline), unpinned", random_, False, True),
             ("vs spinner, pinned, NOT frozen", spinner, True, False),
         ]
+        if spinner_only:
+            rows = rows[:2]
         for label, opponent, pinned, freezing in rows:
             saved = AgentProcess.freeze
             if not freezing:
@@ -209,6 +211,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=2000)
     parser.add_argument("--property", type=int, default=0, metavar="N", help="matches per fairness row")
     parser.add_argument("--sandboxes", default="local,docker")
+    parser.add_argument("--spinner-only", action="store_true", help="only the spinner rows, frozen")
     parser.add_argument(
         "--nice",
         type=int,
@@ -217,10 +220,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"bench_freeze: {os.cpu_count()} cores, {load()}")
-    for name in args.sandboxes.split(","):
+    for name in filter(None, args.sandboxes.split(",")):
         cost(name.strip(), args.moves)
     if args.property:
-        fairness(args.property, args.nice)
+        fairness(args.property, args.nice, args.spinner_only)
 
 
 if __name__ == "__main__":
