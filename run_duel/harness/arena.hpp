@@ -17,25 +17,23 @@
 // message (its what()), and the harness keeps serving; a crash ends the process (the referee's CRASH).
 #pragma once
 
+// Few, light headers on purpose: they are parsed again for every agent build.
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <time.h>
 #include <cxxabi.h>
 #include <cstdlib>
 #include <cerrno>
 #include <csignal>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <chrono>
 #include <exception>
-#include <map>
-#include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 namespace arena {
@@ -75,11 +73,12 @@ struct Json {
   bool boolean = false;
   std::string text;
   std::vector<Json> items;
-  std::map<std::string, Json> fields;
+  std::vector<std::pair<std::string, Json>> fields;
 
   const Json* get(const std::string& key) const {
-    auto it = fields.find(key);
-    return it == fields.end() ? nullptr : &it->second;
+    for (const auto& field : fields)
+      if (field.first == key) return &field.second;
+    return nullptr;
   }
 };
 
@@ -125,7 +124,8 @@ class Parser {
         space_();
         if (i_ >= s_.size() || s_[i_] != ':') fail_("expected ':'");
         ++i_;
-        v.fields[key] = value_(depth + 1);
+        Json value = value_(depth + 1);
+        v.fields.emplace_back(std::move(key), std::move(value));
         space_();
         if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
         if (i_ < s_.size() && s_[i_] == '}') { ++i_; return v; }
@@ -285,7 +285,8 @@ inline Channel connect_channel(int argc, char** argv) {
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof address.sun_path) throw std::runtime_error("socket path too long");
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  timespec started{};
+  clock_gettime(CLOCK_MONOTONIC, &started);
   for (;;) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error("socket() failed");
@@ -294,8 +295,11 @@ inline Channel connect_channel(int argc, char** argv) {
       return Channel(fd, fd);
     }
     ::close(fd);
-    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("cannot connect to " + path);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - started.tv_sec > 10) throw std::runtime_error("cannot connect to " + path);
+    timespec pause{0, 20 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
   }
 }
 
