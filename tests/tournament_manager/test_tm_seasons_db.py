@@ -48,7 +48,7 @@ def play_round(season, rnd, finals_strength):
     return duels
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_competitor, settings, client):
     settings.SEASON_FINALISTS = 6
     settings.SEASON_FINALS_CUT = 0.5
@@ -170,7 +170,7 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
     assert client.get(reverse("web:season", args=[hidden_env.slug, season.pk + 999])).status_code == 404
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_seasons_of_a_game_never_overlap_and_a_season_without_two_players_archives_empty(
     hidden_env, make_competitor
 ):
@@ -186,3 +186,27 @@ def test_seasons_of_a_game_never_overlap_and_a_season_without_two_players_archiv
     assert run_check() == 1
     season = Season.objects.get(name="A")
     assert season.state == Season.State.FINISHED and not SeasonFinalist.objects.filter(season=season).exists()
+
+
+@pytest.mark.django_db
+def test_staff_create_seasons_in_the_admin_and_overlaps_are_refused(hidden_env, client, settings):
+    from core.models import User
+
+    settings.SEASON_FINALISTS = 12
+    client.force_login(User.objects.create_superuser(email="ops@example.com", password="x" * 12))
+    url = reverse("admin:core_season_add")
+
+    def post(name, starts, ends):
+        data = {"environment": hidden_env.pk, "name": name, "finalists": 5}
+        for field, day in (("starts_at", starts), ("ends_at", ends)):
+            data[f"{field}_0"], data[f"{field}_1"] = f"2030-01-{day:02d}", "12:00:00"
+        data |= {"finalist_rows-TOTAL_FORMS": 0, "finalist_rows-INITIAL_FORMS": 0}
+        return client.post(url, data)
+
+    assert client.get(url).content.decode().count('value="12"') >= 1  # the operator's default count
+    assert post("Winter", 1, 20).status_code == 302
+    season = Season.objects.get(name="Winter")
+    assert (season.finalists, season.state, season.ends_at.day) == (5, Season.State.OPEN, 20)
+    page = post("Overlap", 10, 25)
+    assert page.status_code == 200 and "overlaps" in page.content.decode()
+    assert not Season.objects.filter(name="Overlap").exists()
