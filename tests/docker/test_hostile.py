@@ -169,9 +169,13 @@ def _check_warm_pool(sandbox) -> None:
     from run_duel.sandbox.docker_client import get_client
 
     _POOL_REMOVER[os.getpid()].join()  # retired containers are removed in the background
-    running = get_client().api.containers(
-        all=True, filters={"label": [f"{LABEL}.warm=1", f"{LABEL}.owner-pid={os.getpid()}"]}
-    )
+    running = [  # this sandbox's pool's containers (other tests of the process may have pools of their own)
+        summary
+        for summary in get_client().api.containers(
+            all=True, filters={"label": [f"{LABEL}.warm=1", f"{LABEL}.owner-pid={os.getpid()}"]}
+        )
+        if any(m.get("Source", "").startswith(sandbox.pool.root) for m in summary.get("Mounts") or [])
+    ]
     idle = {container.container_id: container.key[0] for container in sandbox.pool.idle()}
     assert {c["Id"] for c in running} == set(idle)
     assert all(idle[c["Id"]] == c["Image"] for c in running)
