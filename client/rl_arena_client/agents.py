@@ -2,7 +2,9 @@
 
 An agent is a folder holding ``player.py`` (a ``Player`` class), or a Kaggle-style ``main.py`` defining
 ``agent(observation, configuration)``, plus whatever it loads. ``random`` and ``minimax`` name the
-example opponents bundled with this client when no such folder exists.
+example opponents bundled with this client when no such folder exists. The arena also takes C++
+(``main.cpp``) and JavaScript (``main.js``) agents: the client uploads those folders, while its local
+duels and checks run Python agents only (the arena compiles and runs the others in its Docker sandbox).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from pathlib import Path
 from rl_arena_client.api import CliError
 from run_duel.sandbox.base import AGENT_ENTRY_FILES
 
+#: Entry files the arena accepts in an upload, in the order it looks for them (the arena's own list is
+#: ``builder.languages.ENTRY_FILES``; a test keeps the two equal). The first one present decides the language.
+UPLOAD_ENTRY_FILES = (*AGENT_ENTRY_FILES, "main.cpp", "main.js")
 #: Folders never zipped for upload.
 SKIPPED_NAMES = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
 #: Example opponents shipped with the client (``rl-arena duel ... random``).
@@ -101,10 +106,10 @@ def zip_folder(folder: Path) -> bytes:
     folder = folder.resolve()
     if not folder.is_dir():
         raise CliError(f"{folder} is not a folder")
-    if entry_file(folder) is None:
+    if not any((folder / name).is_file() for name in UPLOAD_ENTRY_FILES):
         raise CliError(
-            f"{folder} has no player.py (an agent folder holds player.py, or a Kaggle-style main.py, "
-            "at its top)"
+            f"{folder} has no player.py (an agent folder holds player.py, a Kaggle-style main.py, "
+            "main.cpp or main.js at its top)"
         )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
