@@ -199,9 +199,9 @@ class Node:
             return api.containers(all=True, filters={"label": "rl-arena=agent"})
 
     def prepare_engine(self) -> None:
-        """The agent base image in this engine (what a worker machine builds agents FROM), built or
-        imported by the project's script, cached across runs by the script itself."""
-        run_script(str(BASE_IMAGE_SCRIPT), env={"DOCKER_HOST": self.host})
+        """The Python agent base image in this engine (what a worker machine builds this suite's agents
+        FROM), built or imported by the project's script, cached across runs by the script itself."""
+        run_script(str(BASE_IMAGE_SCRIPT), "python", env={"DOCKER_HOST": self.host})
 
     # -- the worker ------------------------------------------------------------------------------------
 
