@@ -66,8 +66,15 @@ def get_environment_rater() -> Rater:
 # --- ratings -------------------------------------------------------------------------------------------
 
 
+#: Duel kinds the ratings see at all: rated kinds move them, challenges only count as played (a season's
+#: FINALS duels are the season's business: marked rated, never applied).
+_APPLIED_KINDS = (*RATED_KINDS, Duel.Kind.CHALLENGE)
+
+
 def _records(duels: list[dict[str, Any]]) -> list[DuelRecord]:
-    """DuelRecords (with their match results in play order) for duel value dicts; one query."""
+    """DuelRecords (with their match results in play order) for the duel value dicts of kinds the ratings
+    see (``_APPLIED_KINDS``); one query."""
+    duels = [d for d in duels if d["kind"] in _APPLIED_KINDS]
     results: dict[int, list[str]] = {d["pk"]: [] for d in duels}
     rows = Match.objects.filter(duel_id__in=list(results)).order_by("duel_id", "index")
     for duel_id, result in rows.values_list("duel_id", "result"):

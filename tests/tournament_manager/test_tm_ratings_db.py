@@ -219,3 +219,17 @@ def test_rating_stamps_keep_increasing_when_this_clock_is_behind(hidden_env, mak
     ratings = snapshot(hidden_env)
     recompute_ratings(hidden_env.pk)
     assert snapshot(hidden_env) == ratings
+
+
+def test_season_finals_duels_are_marked_rated_but_never_touch_the_ratings(hidden_env, make_competitor):
+    a, b = make_competitor(), make_competitor()
+    play(a, b, ["PLAYER_1_WIN", "PLAYER_2_WIN"])
+    rate_pending_duels(hidden_env.pk)
+    before = {r.competitor_id: (r.mu, r.sigma, r.duels, r.matches) for r in Rating.objects.all()}
+    history = RatingHistory.objects.count()
+    finals = play(a, b, ["PLAYER_1_WIN"] * 4, kind=Duel.Kind.FINALS)
+    assert rate_pending_duels(hidden_env.pk) == 1
+    finals.refresh_from_db()
+    assert finals.rated
+    assert {r.competitor_id: (r.mu, r.sigma, r.duels, r.matches) for r in Rating.objects.all()} == before
+    assert RatingHistory.objects.count() == history
