@@ -29,6 +29,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.actions import ActionError, schedule_duel
+from core.actions.seasons import notify_season_finished
 from core.models import Competitor, Duel, Match, Revision, Season, SeasonFinalist, SeasonFinalsDuel
 from tournament_manager.actions import get_environment_rater
 from tournament_manager.editions import round_robin_pairs
@@ -176,7 +177,7 @@ def _line(f: SeasonFinalist) -> FinalistLine:
 
 
 def _finish(season: Season, finalists: list[SeasonFinalist], now: datetime) -> None:
-    """Store the final table (ranks 1..n) and archive the season."""
+    """Store the final table (ranks 1..n), archive the season and tell the finalists' owners."""
     by_id = {f.pk: f for f in finalists}
     for rank, line in enumerate(final_table([_line(f) for f in finalists]), start=1):
         by_id[line.id].final_rank = rank
@@ -184,6 +185,7 @@ def _finish(season: Season, finalists: list[SeasonFinalist], now: datetime) -> N
     season.state = Season.State.FINISHED
     season.finished_at = now
     season.save(update_fields=["state", "finished_at"])
+    notify_season_finished(season)
 
 
 _RATED_FIELDS = ["mu", "sigma", "matches", "wins", "draws", "losses", "errors", "cut_after_round"]

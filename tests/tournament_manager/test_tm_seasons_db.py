@@ -17,7 +17,7 @@ from tm_factories import add_revision, play, record
 
 from core.actions import SubmissionError, set_competitor_status, submit_revision
 from core.actions.seasons import create_season, frozen_season
-from core.models import Duel, Rating, Season, SeasonFinalist
+from core.models import Duel, Notification, Rating, Season, SeasonFinalist
 from tournament_manager import seasons, tasks
 from tournament_manager.actions import get_environment_rater
 from tournament_manager.leaderboard import leaderboard
@@ -67,7 +67,7 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
 
     # The season ends now; a revision of bot1 that passed its smoke test after the end exists.
     now = timezone.now()
-    season = create_season(hidden_env, "Spring", now - timedelta(days=30), now - timedelta(seconds=1))
+    season = create_season(hidden_env, "Spring", now - timedelta(days=30), now)  # every revision is older
     assert season.finalists == 6 and season.state == Season.State.OPEN
     before_end = season.ends_at - timedelta(minutes=1)
     assert frozen_season(hidden_env.pk, now=before_end) is None
@@ -134,6 +134,11 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
     assert (table[0].wins, table[0].losses, table[0].matches) == (4 * 5 + 4 * 2, 0, 28)
     assert (table[5].wins, table[5].losses) == (0, 4 * 5)
     assert frozen_season(hidden_env.pk) is None  # submissions open again
+    note = Notification.objects.get(user=table[0].competitor.owner, object_key=f"season:{season.pk}")
+    assert "Spring" in note.subject and "rank 1 of 6" in note.body
+    assert note.link == reverse("web:season", args=[hidden_env.slug, season.pk])
+    assert Notification.objects.filter(object_key=f"season:{season.pk}").count() == 6
+    assert not Notification.objects.filter(user=bots[0].owner, object_key=f"season:{season.pk}").exists()
     assert run_check() == 0  # an archived season stays as it is
 
     # The ladder never saw the finals: its means are unchanged after rating the finals duels.
