@@ -10,7 +10,10 @@ Transports, all answering with the random example player except the floor:
                       the docker row is OURS)
   docker attach       our harness on stdin/stdout through the Docker engine's attach stream
   http keep-alive     the old design with one kept-alive connection (its most favourable variant)
-  http per move       the old design as it was: a POST with a new connection per move (requests.post)
+  http per move       a stdlib HTTP server per container behind a published port, a new connection per move
+  docker warm         our harness's fresh agent process in a warm container (``docker_warm``), same core
+  rl-arena            the transport as rl-arena ran it: Flask under gunicorn in the container, reached at
+                      its address, one ``requests.post`` per move (``http_baseline/rl_arena.py``)
 The message is a Connect Four ``step`` (6x7 board, 7 legal actions), about 150 bytes.
 """
 
@@ -30,11 +33,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_images import build_random_image  # noqa: E402
+from http_baseline import rl_arena  # noqa: E402
 from http_baseline.baseline import AttachPlayer, HttpPlayer, build_http_image  # noqa: E402
 
 from run_duel.channel import Channel  # noqa: E402
 from run_duel.sandbox.base import LaunchSpec, Limits  # noqa: E402
 from run_duel.sandbox.docker import DockerSandbox  # noqa: E402
+from run_duel.sandbox.docker_warm import ReusePolicy  # noqa: E402
 from run_duel.sandbox.local import LocalSandbox  # noqa: E402
 
 RANDOM = REPO / "example_players" / "random"
@@ -139,6 +144,16 @@ def bench_http(image: str, moves: int, keep_alive: bool) -> float:
         player.kill()
 
 
+def bench_rl_arena(image: str, moves: int) -> float:
+    """The rl-arena transport (Flask under gunicorn at the container's address, requests.post per move)."""
+    player = rl_arena.RemotePlayer(image, cpus=LIMITS.cpus, memory_mb=LIMITS.memory_mb)
+    try:
+        player.ask({"type": "start", "state": MESSAGE["state"], "valid_actions": [0]})
+        return median_us(lambda: player.ask(MESSAGE), moves)
+    finally:
+        player.kill()
+
+
 def main() -> int:
     """Measure every transport and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -147,6 +162,7 @@ def main() -> int:
 
     image = build_random_image()
     http_image = build_http_image(image)
+    rl_arena_image, _ = rl_arena.build_image(image)
 
     results: dict[str, float] = {}
     results["pipe floor"] = bench_pipe(args.moves)
@@ -155,13 +171,18 @@ def main() -> int:
     results["local sandbox"] = bench_sandbox(local, str(RANDOM), args.moves)
     results["local sandbox, same core"] = bench_sandbox(local, str(RANDOM), args.moves, pinned=True)
     local.close()
-    docker_sandbox = DockerSandbox()
+    docker_sandbox = DockerSandbox(reuse=ReusePolicy(enabled=False))
     results["docker unix socket"] = bench_sandbox(docker_sandbox, image, args.moves)
     results[OURS] = bench_sandbox(docker_sandbox, image, args.moves, pinned=True)
     docker_sandbox.close()
+    warm = DockerSandbox(reuse=ReusePolicy(enabled=True))
+    results["docker warm container, same core"] = bench_sandbox(warm, image, args.moves, pinned=True)
+    warm.close()
+    warm.pool.close()
     results["docker attach stdin/stdout"] = bench_attach(image, args.moves)
     results["http keep-alive"] = bench_http(http_image, args.moves, keep_alive=True)
     results["http per move (old design)"] = bench_http(http_image, args.moves, keep_alive=False)
+    results["rl-arena: gunicorn + Flask, requests.post"] = bench_rl_arena(rl_arena_image, args.moves)
 
     floor = results["pipe floor"]
     ours = results[OURS]
