@@ -215,3 +215,22 @@ def test_staff_create_seasons_in_the_admin_and_overlaps_are_refused(hidden_env, 
     page = post("Overlap", 10, 25)
     assert page.status_code == 200 and "overlaps" in page.content.decode()
     assert not Season.objects.filter(name="Overlap").exists()
+
+
+def test_a_fresh_celery_app_registers_the_season_task_and_its_beat_entry():
+    """What a worker and beat load on their own: the task module is found by ``core.celery``'s autodiscovery
+    (a fresh interpreter: this test module's own import of ``season_tasks`` proves nothing)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import django; django.setup()\n"
+        "from core.celery import app\n"
+        "app.loader.import_default_modules()\n"
+        "print('tournament_manager.check_seasons' in app.tasks,"
+        " app.conf.beat_schedule['tournament-manager-check-seasons']['task'])\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "core.settings"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "tournament_manager.check_seasons"]
