@@ -83,6 +83,9 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
     assert run_check() == 1
     season.refresh_from_db()
     assert season.state == Season.State.FINALS and season.finals_round == 1
+    banner = client.get(reverse("web:game", args=[hidden_env.slug])).content.decode()
+    banner = banner.split('data-testid="season-banner"')[1].split("</p>")[0]
+    assert "finals round 1 being played; submissions are frozen" in banner
     finalists = list(season.finalist_rows.order_by("seed"))
     expected = [c for c in ladder if c != bots[0].pk][:6]
     assert [f.competitor_id for f in finalists] == expected
@@ -173,6 +176,11 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
     row = page.content.decode().split(f'data-testid="season-result-{season.pk}"')[1].split("</tr>")[0]
     assert ">6<" in row and "cut after round 1" in row
     assert client.get(reverse("web:season", args=[hidden_env.slug, season.pk + 999])).status_code == 404
+    client.force_login(bots[0].owner)  # signed in: the game page is rendered afresh, never a cached copy
+    banner = client.get(reverse("web:game", args=[hidden_env.slug])).content.decode()
+    banner = banner.split('data-testid="season-banner"')[1].split("</p>")[0]
+    link = reverse("web:competitor", args=[winner.competitor_id])
+    assert f'won by <a href="{link}">{winner.competitor.name}</a>' in banner
 
 
 @pytest.mark.django_db
