@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -42,9 +43,8 @@ def create_season(
         season.finalists = finalists
     try:
         season.full_clean()
-    except Exception as exc:  # django ValidationError: report its messages as an action error
-        messages = getattr(exc, "messages", [str(exc)])
-        raise ActionError("; ".join(messages)) from None
+    except ValidationError as exc:
+        raise ActionError("; ".join(exc.messages)) from None
     season.save()
     return season
 
