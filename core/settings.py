@@ -332,6 +332,8 @@ IMAGE_GC_INTERVAL_SECONDS = env_float("IMAGE_GC_INTERVAL_SECONDS", 600.0, minimu
 # The image collector also deletes retired revisions' images from AGENT_REGISTRY (only for a registry this
 # deployment alone uses, with deletes enabled; its garbage-collect then frees the layers).
 AGENT_REGISTRY_DELETE_RETIRED = env_bool("AGENT_REGISTRY_DELETE_RETIRED", False)
+# The image collector never removes an image built or launched on its host this recently (seconds).
+IMAGE_GC_GRACE_SECONDS = env_float("IMAGE_GC_GRACE_SECONDS", 3600.0, minimum=0.0)
 
 
 def _agent_registry() -> str:

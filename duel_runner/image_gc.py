@@ -14,6 +14,11 @@ what a removal frees). ``collect_images`` (the periodic task ``duel_runner.colle
   by digest, or rebuilds it from its zip: ``duel_runner.tasks.ensure_agent_images``).
 * **retired** — every other revision (superseded, failed, rejected): its image is removed.
 
+An image built or launched on this host within ``IMAGE_GC_GRACE_SECONDS`` (default an hour) is neither
+removed nor evicted: a revision that just became retired may still be on its way into a container, and an
+engine shared with another deployment may hold the same content (the same tag) for a revision that still
+plays there.
+
 An image several revisions share (the same content builds the same tag) takes the most protective class of
 them. Images no revision of this database names are someone else's (another deployment on the engine, an
 operator's) and are never touched. Removal takes the launch lock ``run_duel.images`` holds from "the image
@@ -27,17 +32,21 @@ only when no revision that may still play names the same digest (``DELETE /v2/<r
 the registry's own ``garbage-collect`` then frees the layers). A registry that refuses deletes (405) is
 reported once per pass and left alone.
 
-With a fleet, beat hands the task to one worker at a time, so each host is swept when one of its workers
-takes it; the pull-time trim of ``run_duel.images`` bounds the pulled images of every host in between.
+Every host is swept: beat's task lands on one worker at a time, so besides it each worker, after a build,
+smoke test or duel of its own, runs a pass when its host's last one is older than
+``IMAGE_GC_INTERVAL_SECONDS`` (``collect_if_due``: a stamp file beside the launch locks, taken without
+waiting, so one process per host does it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery.signals import task_postrun
 from django.conf import settings
 
 from core.actions.images import record_image_sizes
@@ -109,10 +118,13 @@ class ImageCollector:
     """One pass over this host's agent images (module docstring). ``cache`` gives the launch locks and
     last-use stamps of ``run_duel.images``; its engine client is the one used."""
 
-    def __init__(self, *, budget_bytes: int, cache: ImageCache, registry_delete: bool = False) -> None:
+    def __init__(
+        self, *, budget_bytes: int, cache: ImageCache, registry_delete: bool = False, grace_s: float = 0.0
+    ) -> None:
         self.budget_bytes = budget_bytes
         self.cache = cache
         self.registry_delete = registry_delete
+        self.grace_s = grace_s
 
     @property
     def api(self) -> Any:
@@ -197,8 +209,9 @@ class ImageCollector:
         result.sizes_recorded = record_image_sizes(self._sizes)
 
         kept: list[_Image] = []
+        recent = time.time() - self.grace_s
         for image in ours:
-            if image.revisions & (pinned | playing):
+            if image.revisions & (pinned | playing) or self._last_use(image) > recent:
                 kept.append(image)
             elif self._remove(image):
                 result.removed.extend(sorted(image.refs))
@@ -209,7 +222,8 @@ class ImageCollector:
 
         usage = sum(image.own for image in kept)
         if self.budget_bytes > 0 and usage > self.budget_bytes:
-            evictable = sorted((i for i in kept if not i.revisions & pinned), key=self._last_use)
+            unpinned = [i for i in kept if not i.revisions & pinned and self._last_use(i) <= recent]
+            evictable = sorted(unpinned, key=self._last_use)
             for image in evictable:
                 if usage <= self.budget_bytes:
                     break
@@ -284,14 +298,57 @@ def delete_retired_from_registry(registry: RegistryConfig, keep: set[int]) -> li
 
 
 def collect_images(
-    *, budget_bytes: int | None = None, cache: ImageCache | None = None, registry_delete: bool | None = None
+    *,
+    budget_bytes: int | None = None,
+    cache: ImageCache | None = None,
+    registry_delete: bool | None = None,
+    grace_s: float | None = None,
 ) -> Collection:
-    """One collection pass on this host's engine with the configured budget (``AGENT_IMAGE_CACHE_BYTES``)."""
+    """One collection pass on this host's engine with the configured budget (``AGENT_IMAGE_CACHE_BYTES``)
+    and grace (``IMAGE_GC_GRACE_SECONDS``: an image built or launched more recently is never removed)."""
     budget = settings.AGENT_IMAGE_CACHE_BYTES if budget_bytes is None else budget_bytes
     delete = settings.AGENT_REGISTRY_DELETE_RETIRED if registry_delete is None else registry_delete
+    grace = settings.IMAGE_GC_GRACE_SECONDS if grace_s is None else grace_s
     return ImageCollector(
-        budget_bytes=budget, cache=cache or ImageCache.from_env(), registry_delete=delete
+        budget_bytes=budget, cache=cache or ImageCache.from_env(), registry_delete=delete, grace_s=grace
     ).run()
+
+
+#: The file whose mtime is this host's last collection (beside the launch locks of ``run_duel.images``).
+STAMP_FILE = "collector.stamp"
+#: Tasks after which a worker checks whether its host is due for a collection.
+HOST_TASKS = ("builder.build_revision", "duel_runner.smoke_test_revision", "duel_runner.run_duel")
+
+
+def collect_if_due(interval_s: float, *, cache: ImageCache | None = None) -> Collection | None:
+    """A pass on this host's engine if the host's last one (by any process) is older than ``interval_s``;
+    ``None`` when it is not due or another process of the host is collecting right now."""
+    from run_duel.images import _HostLock
+
+    cache = cache or ImageCache.from_env()
+    cache.lock_dir.mkdir(parents=True, exist_ok=True)
+    stamp = cache.lock_dir / STAMP_FILE
+    lock = _HostLock(stamp)
+    try:
+        if not lock.try_exclusive():
+            return None
+        if time.time() - stamp.stat().st_mtime < interval_s and stamp.stat().st_size:
+            return None
+        stamp.write_bytes(b"1")  # the mtime is the stamp; the byte says "a pass ran here"
+        return collect_images(cache=cache)
+    finally:
+        lock.close()
+
+
+@task_postrun.connect
+def _collect_after_host_work(sender: Any = None, **_: Any) -> None:
+    """After a build, smoke test or duel on this worker: collect if the host is due (never raises)."""
+    if getattr(sender, "name", "") not in HOST_TASKS or settings.SANDBOX != "docker":
+        return
+    try:
+        collect_if_due(settings.IMAGE_GC_INTERVAL_SECONDS)
+    except Exception:
+        log.exception("image collector: the pass after %s failed", sender.name)
 
 
 @app.task(name="duel_runner.collect_images", ignore_result=True)
@@ -299,7 +356,9 @@ def collect_images_task() -> dict[str, int]:
     """The periodic pass (Docker sandbox only); returns counts for the worker log."""
     if settings.SANDBOX != "docker":
         return {}
-    done = collect_images()
+    done = collect_if_due(settings.IMAGE_GC_INTERVAL_SECONDS / 2)
+    if done is None:  # this host was swept moments ago (or is being swept)
+        return {}
     return {
         "removed": len(done.removed),
         "evicted": len(done.evicted),

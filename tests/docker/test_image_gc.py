@@ -84,7 +84,9 @@ def test_retired_images_go_pinned_and_used_ones_stay_and_the_budget_evicts_lru(
             for ref in (superseded, playing, pinned_old, other_playing, in_use)
         }
         cache = ImageCache(registry=None, budget_bytes=0, lock_dir=tmp_path / "locks", client=get_client())
-        done = collect_images(budget_bytes=0, cache=cache)
+        recent = collect_images(grace_s=3600, budget_bytes=1, cache=cache)  # all built moments ago
+        assert recent.removed == [] and recent.evicted == [] and _present(api, superseded)
+        done = collect_images(grace_s=0, budget_bytes=0, cache=cache)
 
         assert done.removed == [superseded]
         assert not _present(api, superseded)
@@ -112,7 +114,7 @@ def test_retired_images_go_pinned_and_used_ones_stay_and_the_budget_evicts_lru(
         old = time.time() - 3600
         os.utime(cache._lock_path(other_playing), (old, old))
         budget = own_of[playing] + own_of[pinned_old]
-        done = collect_images(budget_bytes=budget, cache=cache)
+        done = collect_images(grace_s=0, budget_bytes=budget, cache=cache)
         assert done.removed == [in_use]  # no container holds it any more: retired, removed
         assert done.evicted == [other_playing]
         assert not _present(api, other_playing)
@@ -120,7 +122,7 @@ def test_retired_images_go_pinned_and_used_ones_stay_and_the_budget_evicts_lru(
         assert done.kept_bytes <= budget
 
         # A budget below the pinned image alone: every playing image goes, the pinned one stays.
-        done = collect_images(budget_bytes=1, cache=cache)
+        done = collect_images(grace_s=0, budget_bytes=1, cache=cache)
         assert done.evicted == [playing]
         assert _present(api, pinned_old)
     finally:
@@ -176,15 +178,18 @@ def test_with_the_setting_retired_images_leave_the_registry_too(base_image, tmp_
             return registry.manifest(repository.split("/", 1)[1], digest)[0]
 
         cache = ImageCache(registry=config, budget_bytes=0, lock_dir=tmp_path / "locks", client=get_client())
-        done = collect_images(budget_bytes=0, cache=cache, registry_delete=False)
+        done = collect_images(grace_s=0, budget_bytes=0, cache=cache, registry_delete=False)
         assert done.removed == [retired] and done.deleted_from_registry == []
         assert in_registry(retired) == 200  # off by default: other deployments may share the registry
 
-        done = collect_images(budget_bytes=0, cache=cache, registry_delete=True)
+        done = collect_images(grace_s=0, budget_bytes=0, cache=cache, registry_delete=True)
         assert done.deleted_from_registry == [retired]
         assert in_registry(retired) == 404
         assert in_registry(playing) == 200
-        assert collect_images(budget_bytes=0, cache=cache, registry_delete=True).deleted_from_registry == []
+        assert (
+            collect_images(grace_s=0, budget_bytes=0, cache=cache, registry_delete=True).deleted_from_registry
+            == []
+        )
     finally:
         registry.stop()
         for ref in refs:
@@ -217,3 +222,47 @@ def test_a_build_records_its_image_size_for_the_owner(base_image, settings, tmp_
     finally:
         if revision.agent_ref:
             get_client().api.remove_image(revision.agent_ref, force=True)
+
+
+def test_every_host_collects_after_its_own_work_at_most_once_per_interval(
+    base_image, settings, monkeypatch, tmp_path: Path
+) -> None:
+    """Beat's task reaches one worker at a time; the pass after a build, smoke test or duel reaches every
+    host, throttled by a stamp beside the host's launch locks (and skipped while another process holds it)."""
+    from celery.signals import task_postrun
+
+    from builder.tasks import build_revision
+    from duel_runner.image_gc import STAMP_FILE, collect_if_due
+    from run_duel.images import LOCK_FOLDER, _HostLock
+    from run_duel.sandbox.docker_client import get_client
+
+    api = get_client().api
+    monkeypatch.setenv("AGENT_RUNTIME_DIR", str(tmp_path / "runtime"))
+    settings.SANDBOX = "docker"
+    settings.IMAGE_GC_INTERVAL_SECONDS = 3600
+    settings.IMAGE_GC_GRACE_SECONDS = 0
+    retired = _build(tmp_path)
+    try:
+        comp = Competitor.objects.create(
+            owner=factories.user(), environment=factories.environment("connect-four"), name="host-bot"
+        )
+        _rev(comp, Revision.State.TEST_FAILED, retired)
+
+        task_postrun.send(sender=build_revision, task_id="t1", task=build_revision, args=(), kwargs={})
+        assert not _present(api, retired)  # the worker's own pass removed it
+        stamp = tmp_path / "runtime" / LOCK_FOLDER / STAMP_FILE
+        assert stamp.stat().st_size == 1
+
+        assert collect_if_due(3600) is None  # swept moments ago
+        old = time.time() - 7200
+        os.utime(stamp, (old, old))
+        holder = _HostLock(stamp)
+        try:
+            assert holder.try_exclusive()
+            assert collect_if_due(3600) is None  # another process of the host is collecting
+        finally:
+            holder.close()
+        assert collect_if_due(3600) is not None
+    finally:
+        if _present(api, retired):
+            api.remove_image(retired, force=True)
