@@ -107,6 +107,9 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
         first.pk, [W1] * 4 if strength[first.revision_1_id] > strength[first.revision_2_id] else [W2] * 4
     )
     assert run_check() == 0  # one duel played: the round is not over
+    live = client.get(reverse("web:season", args=[hidden_env.slug, season.pk])).content.decode()
+    assert "Round 1: 1 of 15 duels played" in live and "submissions are frozen" in live
+    assert 'data-testid="podium"' not in live and live.count(">playing<") == 6
     for d in round1[1:]:
         s1, s2 = strength[d.revision_1_id], strength[d.revision_2_id]
         assert record(d.pk, [W1] * 4 if s1 > s2 else [W2] * 4)
