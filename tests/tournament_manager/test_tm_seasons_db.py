@@ -63,7 +63,9 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
     set_competitor_status(bots[0].pk, "PAUSED", "operator pause")  # paused: no finals despite its rank
     ladder = [r.competitor_id for r in leaderboard(hidden_env)]
     assert ladder[0] == bots[0].pk
-    ladder_mu = {r.competitor_id: r.mu for r in Rating.objects.filter(environment=hidden_env)}
+    ratings = list(Rating.objects.filter(environment=hidden_env))
+    ladder_mu = {r.competitor_id: r.mu for r in ratings}
+    ladder_state = {r.competitor_id: (r.sigma, r.duels) for r in ratings}
 
     # The season ends now; a revision of bot1 that passed its smoke test after the end exists.
     now = timezone.now()
@@ -147,10 +149,11 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
     assert not Notification.objects.filter(user=bots[0].owner, object_key=f"season:{season.pk}").exists()
     assert run_check() == 0  # an archived season stays as it is
 
-    # The ladder never saw the finals: its means are unchanged after rating the finals duels.
-    tasks.rate_environment(hidden_env.pk)
+    # The ladder never saw the finals: its ratings are unchanged after the finals duels went through it.
+    assert tasks.rate_environment(hidden_env.pk) == 18
     for r in Rating.objects.filter(environment=hidden_env):
         assert r.mu == pytest.approx(ladder_mu[r.competitor_id])
+        assert (r.sigma, r.duels) == ladder_state[r.competitor_id]
 
     # Pages: the list, the season (winner, podium, final table), the competitors' season results.
     winner, second, third = table[0], table[1], table[2]
