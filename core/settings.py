@@ -264,6 +264,12 @@ BUILDS_DIR = DATA_DIR / "builds"  # local-backend agent folders
 SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
 # Run each duel's referee and both agents on one free core once they are ready (run_duel/cpu_slots.py).
 DUEL_CPU_PINNING = env_bool("DUEL_CPU_PINNING", True)
+# Warm Docker sandboxes (run_duel/sandbox/docker_warm.py): a container per revision serves many duels, each
+# in a fresh agent process; retired after DUEL_SANDBOX_REUSE_DUELS seats or _SECONDS, or anything unexpected.
+DUEL_SANDBOX_REUSE = env_bool("DUEL_SANDBOX_REUSE", True)
+DUEL_SANDBOX_REUSE_DUELS = env_int("DUEL_SANDBOX_REUSE_DUELS", 200, minimum=1)
+DUEL_SANDBOX_REUSE_SECONDS = env_int("DUEL_SANDBOX_REUSE_SECONDS", 600, minimum=1)
+DUEL_SANDBOX_REUSE_IDLE = env_int("DUEL_SANDBOX_REUSE_IDLE", 8, minimum=1)
 # Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
 # True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
 SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
@@ -288,12 +294,6 @@ SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
 FAILED_RETRY_SECONDS = env_float("FAILED_RETRY_SECONDS", 600.0, minimum=1.0)
 FAILED_RETRY_ROUNDS = env_int("FAILED_RETRY_ROUNDS", 5, minimum=0)
 STALE_QUEUED_SECONDS = env_int("STALE_QUEUED_SECONDS", 120, minimum=1)  # re-send hints older than this
-# Warm Docker sandboxes (run_duel/sandbox/docker_warm.py): a container per revision serves many duels, each
-# in a fresh agent process; retired after DUEL_SANDBOX_REUSE_DUELS seats or _SECONDS, or anything unexpected.
-DUEL_SANDBOX_REUSE = env_bool("DUEL_SANDBOX_REUSE", True)
-DUEL_SANDBOX_REUSE_DUELS = env_int("DUEL_SANDBOX_REUSE_DUELS", 200, minimum=1)
-DUEL_SANDBOX_REUSE_SECONDS = env_int("DUEL_SANDBOX_REUSE_SECONDS", 600, minimum=1)
-DUEL_SANDBOX_REUSE_IDLE = env_int("DUEL_SANDBOX_REUSE_IDLE", 8, minimum=1)
 REAPER_INTERVAL_SECONDS = env_float("REAPER_INTERVAL_SECONDS", 5.0, minimum=0.5)
 # How often each worker checks its sandbox (Docker engine, registry), reports to WorkerStatus and
 # records results spooled while the database was unreachable.
