@@ -109,6 +109,10 @@ def test_a_season_freezes_seeds_finals_cuts_and_archives(hidden_env, make_compet
         first.pk, [W1] * 4 if strength[first.revision_1_id] > strength[first.revision_2_id] else [W2] * 4
     )
     assert run_check() == 0  # one duel played: the round is not over
+    page = client.get(reverse("web:duel", args=[first.pk])).content.decode()
+    season_link = reverse("web:season", args=[hidden_env.slug, season.pk])
+    assert f'href="{season_link}" data-testid="duel-season">season finals, round 1<' in page
+    assert "not on the ladder" in page and "Rating update pending" not in page
     live = client.get(reverse("web:season", args=[hidden_env.slug, season.pk])).content.decode()
     assert "Round 1: 1 of 15 duels played" in live and "submissions are frozen" in live
     assert 'data-testid="podium"' not in live and live.count(">playing<") == 6
