@@ -27,30 +27,61 @@ GROUP BY 1, 2, 3, 4
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0004_job_fencing'),
+        ("core", "0004_job_fencing"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PairRecord',
+            name="PairRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rated', models.BooleanField(help_text='ladder and tournament duels (True) or challenges (False)')),
-                ('duels', models.PositiveIntegerField(default=0)),
-                ('low_wins', models.PositiveIntegerField(default=0)),
-                ('high_wins', models.PositiveIntegerField(default=0)),
-                ('draws', models.PositiveIntegerField(default=0)),
-                ('low_errors', models.PositiveIntegerField(default=0)),
-                ('high_errors', models.PositiveIntegerField(default=0)),
-                ('environment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.environment')),
-                ('high', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.competitor')),
-                ('low', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.competitor')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "rated",
+                    models.BooleanField(help_text="ladder and tournament duels (True) or challenges (False)"),
+                ),
+                ("duels", models.PositiveIntegerField(default=0)),
+                ("low_wins", models.PositiveIntegerField(default=0)),
+                ("high_wins", models.PositiveIntegerField(default=0)),
+                ("draws", models.PositiveIntegerField(default=0)),
+                ("low_errors", models.PositiveIntegerField(default=0)),
+                ("high_errors", models.PositiveIntegerField(default=0)),
+                (
+                    "environment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="core.environment"
+                    ),
+                ),
+                (
+                    "high",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="core.competitor"
+                    ),
+                ),
+                (
+                    "low",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="core.competitor"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['environment', 'rated'], name='core_pairrecord_environment')],
-                'constraints': [models.UniqueConstraint(fields=('low', 'high', 'rated'), name='core_pairrecord_unique_pair'), models.CheckConstraint(condition=models.Q(('low__lt', models.F('high'))), name='core_pairrecord_ordered')],
+                "indexes": [
+                    models.Index(fields=["environment", "rated"], name="core_pairrecord_environment")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("low", "high", "rated"), name="core_pairrecord_unique_pair"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("low__lt", models.F("high"))), name="core_pairrecord_ordered"
+                    ),
+                ],
             },
         ),
         migrations.RunSQL(BACKFILL, reverse_sql=migrations.RunSQL.noop),

@@ -42,26 +42,48 @@ def hash_existing_tokens(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0007_revision_language_packages'),
+        ("core", "0007_revision_language_packages"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('digest', models.CharField(help_text='SHA-256 of the key, hex.', max_length=64, unique=True)),
-                ('prefix', models.CharField(help_text="The key's first characters, to recognise it.", max_length=12)),
-                ('label', models.CharField(blank=True, help_text='Where it was made (profile, rl-arena login).', max_length=80)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField(blank=True, help_text='None: never expires.', null=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "digest",
+                    models.CharField(help_text="SHA-256 of the key, hex.", max_length=64, unique=True),
+                ),
+                (
+                    "prefix",
+                    models.CharField(help_text="The key's first characters, to recognise it.", max_length=12),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        blank=True, help_text="Where it was made (profile, rl-arena login).", max_length=80
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField(blank=True, help_text="None: never expires.", null=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['user', '-created_at'], name='core_apitoken_user_recent')],
+                "indexes": [models.Index(fields=["user", "-created_at"], name="core_apitoken_user_recent")],
             },
         ),
         migrations.RunPython(hash_existing_tokens, migrations.RunPython.noop, elidable=False),

@@ -4,14 +4,13 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0008_api_tokens'),
+        ("core", "0008_api_tokens"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='rating',
-            index=models.Index(fields=['environment', 'updated_at'], name='core_rating_version'),
+            model_name="rating",
+            index=models.Index(fields=["environment", "updated_at"], name="core_rating_version"),
         ),
     ]
