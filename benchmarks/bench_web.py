@@ -77,6 +77,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="reuse the loaded database if present")
     p.add_argument("--direct", action="store_true", help="also measure gunicorn without nginx")
     p.add_argument("--compare-tie-fit", action="store_true", help="also time the old per-match aggregation")
+    p.add_argument("--skip-tie-fit", action="store_true", help="with --keep: measure without refitting")
     return p.parse_args()
 
 
@@ -540,9 +541,10 @@ def main() -> None:
         for what, secs in timings.items():
             print(f"  {what:<36} {secs:7.1f} s")
     env_id = Environment.objects.get(slug="connect-four").pk
-    print("\nTie fit (the background task after ratings change):")
-    for what, secs in tie_fit_timings(env_id, args.compare_tie_fit).items():
-        print(f"  {what:<50} {secs:7.2f} s")
+    if not args.skip_tie_fit:
+        print("\nTie fit (the background task after ratings change):")
+        for what, secs in tie_fit_timings(env_id, args.compare_tie_fit).items():
+            print(f"  {what:<50} {secs:7.2f} s")
     ids = sample_ids()
     print("\nSQL queries per anonymous request (first, then served from the cache):")
     for name, (first, cached) in count_queries(ids).items():
