@@ -73,7 +73,7 @@ from tournament_manager.simulation import FixtureLeague, SimulatedLeague  # noqa
 FIXTURES = REPO / "benchmarks" / "fixtures"
 TARGETS = (0.95, 0.99)
 #: The matchmaking production ran before duel lengths, resting and budgets.
-TODAY = MatchmakingPolicy(settle_probability=0.0, settle_sigma=0.0, daily_duels=0)
+TODAY = MatchmakingPolicy(placement_matches=10, settle_probability=0.0, settle_sigma=0.0, daily_duels=0)
 
 
 def policy_planner(rater: Rater, policy: MatchmakingPolicy) -> Planner:

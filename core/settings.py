@@ -408,7 +408,7 @@ TM_LADDER_QUEUE_TARGET = env_int("TM_LADDER_QUEUE_TARGET", 2 * CELERY_WORKER_CON
 # The rater's keyword arguments, e.g. {"beta": 2.5} or {"tau": 0.1} (tournament_manager/rating.py).
 TM_RATER_PARAMS = env_json_object("TM_RATER_PARAMS", {})
 # Ladder matchmaking; the defaults are tournament_manager.matchmaking.MatchmakingPolicy's (a test checks).
-TM_PLACEMENT_MATCHES = env_int("TM_PLACEMENT_MATCHES", 10, minimum=0)
+TM_PLACEMENT_MATCHES = env_int("TM_PLACEMENT_MATCHES", 6, minimum=0)
 TM_NEIGHBOURS = env_int("TM_NEIGHBOURS", 5, minimum=1)
 TM_RANDOM_SHARE = env_float("TM_RANDOM_SHARE", 0.0, minimum=0.0, maximum=1.0)
 TM_MAX_IN_FLIGHT = env_int("TM_MAX_IN_FLIGHT", 1, minimum=1)

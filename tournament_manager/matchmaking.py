@@ -73,7 +73,7 @@ class MatchmakingPolicy:
     """Tunable knobs of :func:`choose_pairs` (the defaults are what the ladder uses)."""
 
     #: Competitors with fewer matches than this are in their placement phase.
-    placement_matches: int = 10
+    placement_matches: int = 6
     #: Share of the non-placement, non-idle slots filled with random pairs.
     random_share: float = 0.0
     #: The ordering pass pairs competitors at most this many places apart in the order by ``mu``.

@@ -155,7 +155,8 @@ def test_about_a_quarter_of_the_pairs_are_random():
 def test_every_competitor_gets_duels_over_a_simulated_day():
     """30 competitors, 4 workers, 10-minute duels, one newcomer at noon: nobody waits much past idle_after."""
     league = SimulatedLeague(31, seed=3, error_prob=0.1)
-    policy = MatchmakingPolicy(idle_after=timedelta(hours=1))
+    # Without resting: a competitor whose pairs are all settled waits on purpose (test_tm_duel_plan.py).
+    policy = MatchmakingPolicy(idle_after=timedelta(hours=1), settle_probability=0.0, settle_sigma=0.0)
     rng = random.Random(5)
     skills = {i: RATER.initial() for i in range(31)}
     matches = dict.fromkeys(range(31), 0)
