@@ -29,9 +29,10 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is loaded by the games' rules, not by importing the contract
+    import numpy as np
 
 State = dict[str, Any]
 

@@ -14,8 +14,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from environments.base import Game, GameInfo
 
 ENVIRONMENTS_DIR = Path(__file__).resolve().parent
@@ -120,6 +118,8 @@ def load_info(path: Path) -> GameInfo:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidGameInfoError(f"{path}: cannot read: {exc}") from exc
+    import yaml  # here, not at import: ``import environments`` stays light
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -52,7 +52,7 @@ import zipfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import docker
 from docker.errors import DockerException, ImageNotFound, NotFound
@@ -87,7 +87,9 @@ from run_duel.sandbox.docker_warm import (
     warm_capable,
     warm_key,
 )
-from run_duel.sandbox.local import _TailReader
+
+if TYPE_CHECKING:
+    from run_duel.sandbox.local import _TailReader
 
 log = logging.getLogger(__name__)
 
@@ -797,6 +799,8 @@ class DockerSandbox(Sandbox):
         finally:
             theirs.close()
             os.close(err_w)
+        from run_duel.sandbox.local import _TailReader  # only warm seats need it; cold ones read logs
+
         stderr = _TailReader(err_r, spec.limits.log_bytes)
         stderr.start()
         try:
