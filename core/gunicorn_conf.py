@@ -12,7 +12,8 @@ override it.
   PostgreSQL or Redis lets its sibling run, and idle keep-alive connections hold no thread.
 - ``GUNICORN_WORKER_CLASS``: default ``gthread`` (keep-alive); ``sync`` is the other supported choice.
 - ``GUNICORN_TIMEOUT`` (60 s), ``GUNICORN_KEEPALIVE`` (5 s), ``GUNICORN_MAX_REQUESTS`` (0: never recycle a
-  worker; set e.g. 10000 to bound a slow leak), ``PORT`` (8000) and ``HOST`` (0.0.0.0) for the bind address.
+  worker; set e.g. 10000 to bound a slow leak), ``PORT`` (8000) and ``HOST`` (0.0.0.0) for the bind
+  address, ``GUNICORN_ACCESS_LOG`` (1), ``GUNICORN_LOG_LEVEL`` (info).
 
 Database connections are persistent per thread (``DATABASE_CONN_MAX_AGE``, health-checked before reuse:
 ``core/settings.py``), so a worker opens at most ``GUNICORN_THREADS`` connections; size PostgreSQL's
@@ -24,24 +25,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.config import load_env_file
+from core.config import env_bool, env_choice, env_int, env_str, load_env_file
 
 # The same settings file Django reads (``$ENV_FILE``, else ``.env`` at the repository root); the process
 # environment wins over it.
 load_env_file(Path(os.environ.get("ENV_FILE") or Path(__file__).resolve().parents[1] / ".env"))
-
-
-def _env_int(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise SystemExit(f"{name} must be an integer (got {raw!r})") from exc
-    if value < minimum:
-        raise SystemExit(f"{name} must be at least {minimum} (got {value})")
-    return value
 
 
 def cpu_count() -> int:
@@ -57,26 +45,22 @@ def default_workers(cpus: int) -> int:
     return max(2, 2 * cpus)
 
 
-WORKER_CLASSES = ("gthread", "sync")
-
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "").strip() or "gthread"
-if worker_class not in WORKER_CLASSES:
-    raise SystemExit(f"GUNICORN_WORKER_CLASS must be gthread or sync (got {worker_class!r})")
-workers = _env_int("WEB_CONCURRENCY", default_workers(cpu_count()), minimum=1)
-threads = _env_int("GUNICORN_THREADS", 2, minimum=1)
-timeout = _env_int("GUNICORN_TIMEOUT", 60, minimum=1)
-keepalive = _env_int("GUNICORN_KEEPALIVE", 5, minimum=0)
-max_requests = _env_int("GUNICORN_MAX_REQUESTS", 0, minimum=0)
+worker_class = env_choice("GUNICORN_WORKER_CLASS", "gthread", ("gthread", "sync"))
+workers = env_int("WEB_CONCURRENCY", default_workers(cpu_count()), minimum=1)
+threads = env_int("GUNICORN_THREADS", 2, minimum=1)
+timeout = env_int("GUNICORN_TIMEOUT", 60, minimum=1)
+keepalive = env_int("GUNICORN_KEEPALIVE", 5, minimum=0)
+max_requests = env_int("GUNICORN_MAX_REQUESTS", 0, minimum=0)
 max_requests_jitter = max_requests // 10
-bind = [f"{os.environ.get('HOST', '').strip() or '0.0.0.0'}:{_env_int('PORT', 8000, minimum=1)}"]  # noqa: S104
+bind = [f"{(env_str('HOST') or '').strip() or '0.0.0.0'}:{env_int('PORT', 8000, minimum=1, maximum=65535)}"]  # noqa: S104
 
 # Behind nginx (the only thing that can reach gunicorn): trust its X-Forwarded-* headers.
 forwarded_allow_ips = "*"
 # Logs to stdout/stderr (docker logs, prepare_dev's web.log). The access log costs a write per request;
 # GUNICORN_ACCESS_LOG=0 turns it off (nginx keeps its own).
-accesslog = "-" if os.environ.get("GUNICORN_ACCESS_LOG", "1").strip() not in ("0", "false", "no") else None
+accesslog = "-" if env_bool("GUNICORN_ACCESS_LOG", True) else None
 errorlog = "-"
-loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "").strip() or "info"
+loglevel = env_choice("GUNICORN_LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical"))
 # Import the application once in the master: workers fork with Django already set up (faster start, shared
 # memory pages). Database connections are opened per worker after the fork, never inherited.
 preload_app = True

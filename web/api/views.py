@@ -6,16 +6,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import PermissionDenied, Throttled
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,8 +30,6 @@ from web.error_privacy import duel_detail, duel_sentence
 from web.logtext import scrub_paths
 from web.progress import smoke_verdict
 from web.views.pages import match_queryset, replay_data
-
-LEADERBOARD_CACHE_SECONDS = 600
 
 
 class ApiRoot(APIView):
@@ -100,25 +96,6 @@ class EnvironmentDetail(generics.RetrieveAPIView):
     serializer_class = s.EnvironmentSerializer
     lookup_field = "slug"
     queryset = Environment.objects.filter(is_active=True)
-
-
-class Leaderboard(APIView):
-    """A game's ranked competitors, best mu - 3 sigma first; cached per ratings version."""
-
-    renderer_classes = RENDERERS
-    name = "Leaderboard"
-
-    @extend_schema(responses=s.LeaderboardEntrySerializer(many=True))
-    def get(self, request: Request, slug: str) -> HttpResponse:
-        """All ranked rows, as JSON bytes cached per ratings version."""
-        env = get_object_or_404(Environment, slug=slug, is_active=True)
-        key = f"web:leaderboard-json:{queries.leaderboard_version(env)}"
-        body = cache.get(key)
-        if body is None:  # ratings changed since it was last serialized
-            data = s.LeaderboardEntrySerializer(queries.leaderboard(env), many=True).data
-            body = JSONRenderer().render(data)
-            cache.set(key, body, timeout=LEADERBOARD_CACHE_SECONDS)
-        return HttpResponse(body, content_type="application/json")
 
 
 def _competitors() -> QuerySet[Competitor]:
