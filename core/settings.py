@@ -262,6 +262,12 @@ BUILDS_DIR = DATA_DIR / "builds"  # local-backend agent folders
 
 # --- the arena -----------------------------------------------------------------------------------------
 SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
+# Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
+# True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
+SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
+# The host's cgroup file system as the worker sees it (run_duel/sandbox/cgroups.py reads the variable);
+# empty: where it is mounted. Used to freeze a waiting agent's container between its moves.
+AGENT_CGROUP_ROOT = env_str("AGENT_CGROUP_ROOT", "") or ""
 # Run each duel's referee and both agents on one free core once they are ready (run_duel/cpu_slots.py).
 DUEL_CPU_PINNING = env_bool("DUEL_CPU_PINNING", True)
 # Warm Docker sandboxes (run_duel/sandbox/docker_warm.py): a container per revision serves many duels, each
@@ -270,12 +276,6 @@ DUEL_SANDBOX_REUSE = env_bool("DUEL_SANDBOX_REUSE", True)
 DUEL_SANDBOX_REUSE_DUELS = env_int("DUEL_SANDBOX_REUSE_DUELS", 200, minimum=1)
 DUEL_SANDBOX_REUSE_SECONDS = env_int("DUEL_SANDBOX_REUSE_SECONDS", 600, minimum=1)
 DUEL_SANDBOX_REUSE_IDLE = env_int("DUEL_SANDBOX_REUSE_IDLE", 8, minimum=1)
-# Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
-# True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
-SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
-# The host's cgroup file system as the worker sees it (run_duel/sandbox/cgroups.py reads the variable);
-# empty: where it is mounted. Used to freeze a waiting agent's container between its moves.
-AGENT_CGROUP_ROOT = env_str("AGENT_CGROUP_ROOT", "") or ""
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_MB", 50, minimum=1) * 1024 * 1024
 # A RUNNING job whose worker sent no heartbeat for LEASE_SECONDS (database time) is re-queued.
 LEASE_SECONDS = env_int("LEASE_SECONDS", 15, minimum=2)
@@ -286,9 +286,6 @@ MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 3, minimum=1)  # infrastructure failures 
 # Infrastructure failures re-queue a job after RETRY_BACKOFF_SECONDS x 2^(n-1) (jittered, capped).
 RETRY_BACKOFF_SECONDS = env_float("RETRY_BACKOFF_SECONDS", 5.0, minimum=0.0)
 RETRY_BACKOFF_MAX_SECONDS = env_float("RETRY_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
-# Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
-# True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
-SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
 # A job FAILED by infrastructure faults is retried automatically after FAILED_RETRY_SECONDS x 2^round,
 # at most FAILED_RETRY_ROUNDS times (0: only operators re-queue failed jobs).
 FAILED_RETRY_SECONDS = env_float("FAILED_RETRY_SECONDS", 600.0, minimum=1.0)
