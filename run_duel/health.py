@@ -8,16 +8,15 @@ takes work again once they answer. Every check is read-only: a ping, ``GET /v2/`
   standard library: importing the Docker SDK alone can take longer than the whole check), and, when
   ``AGENT_REGISTRY`` is set, the registry answers ``GET /v2/`` (200, or 401: it answers and wants
   credentials). Both are asked at once, each bounded by ``TIMEOUT_S``.
-* ``local``: the Python interpreter agents run with exists and is executable, and bubblewrap, when it is
-  installed, still is (the sandbox falls back to a plain subprocess only when it was never installed: a
-  ``bwrap`` that disappears or loses its execute bit is a broken host).
+* ``local``: the Python interpreter agents run with exists and is executable, and bubblewrap is installed
+  and executable, unless ``SANDBOX_ALLOW_UNISOLATED=1`` lets agents run as plain subprocesses (without it
+  the local sandbox refuses to start: a worker that would fail every job as ours stops taking them).
 """
 
 from __future__ import annotations
 
 import http.client
 import os
-import shutil
 import socket
 import sys
 import threading
@@ -27,7 +26,6 @@ from urllib.parse import urlsplit
 
 #: Bound of each check; the checks run in parallel, so this is also (about) the worst case of a call.
 TIMEOUT_S = 0.6
-_BWRAP_SEEN = shutil.which("bwrap")
 
 
 def sandbox_problem(sandbox: str) -> str | None:
@@ -141,10 +139,18 @@ def _registry_problem() -> str | None:
 
 
 def _local_problem() -> str | None:
-    """The interpreter agents run with is there, and bubblewrap too if it was installed."""
+    """The interpreter agents run with is there, and bubblewrap too unless running unisolated is allowed."""
+    from run_duel.sandbox.local import ALLOW_UNISOLATED_ENV, bwrap_path, unisolated_allowed
+
     python = sys.executable
     if not python or not os.access(python, os.X_OK):
         return f"the Python interpreter {python!r} that runs agents is missing or not executable"
-    if _BWRAP_SEEN and not os.access(_BWRAP_SEEN, os.X_OK):
-        return f"bubblewrap ({_BWRAP_SEEN}) vanished or is no longer executable: agents would run unconfined"
+    if unisolated_allowed():
+        return None
+    bwrap = bwrap_path()
+    if not bwrap or not os.access(bwrap, os.X_OK):
+        return (
+            "bubblewrap (bwrap) is not installed or not executable, and the local sandbox refuses to run "
+            f"agents without it ({ALLOW_UNISOLATED_ENV} is not set)"
+        )
     return None

@@ -107,3 +107,15 @@ def test_the_health_probe_of_the_local_sandbox_and_of_an_unknown_one() -> None:
 
     assert sandbox_problem("local") is None
     assert "unknown sandbox 'kubernetes'" in (sandbox_problem("kubernetes") or "")
+
+
+def test_a_local_worker_without_bubblewrap_is_unhealthy_unless_unisolated_is_allowed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from run_duel.health import sandbox_problem
+
+    monkeypatch.delenv("SANDBOX_ALLOW_UNISOLATED", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # a host where bwrap is not installed
+    assert "bubblewrap (bwrap) is not installed" in (sandbox_problem("local") or "")
+    monkeypatch.setenv("SANDBOX_ALLOW_UNISOLATED", "1")
+    assert sandbox_problem("local") is None
