@@ -7,6 +7,9 @@
   run and the tie fit raise; ``web.page_cache.game_version``). Each page's JSON bytes are cached per
   (version, page, host); every page of a version is sliced from one cached, serialized ranking, so a
   rating change costs one ``leaderboard()`` build. Entries live ``WEB_PAGE_CACHE_SECONDS``.
+- Stampedes: the ranking is rebuilt by one request at a time (``page_cache.single_flight``); concurrent
+  ones serve the previous version's rows (their own ``version`` and ``ETag``, ``max-age=1``, not cached
+  as the new version's page) or, on a cold cache, wait for the fresh rows.
 - HTTP: a strong ``ETag`` per (version, page); ``If-None-Match`` gets a 304 before any cache lookup;
   ``Cache-Control: public, max-age=WEB_PUBLIC_MAX_AGE`` (nginx's micro-cache keeps it that long).
 
@@ -34,7 +37,15 @@ from core.models import Environment
 from web import queries
 from web.api import serializers as s
 from web.api.renderers import RENDERERS
-from web.page_cache import etag_for, game_version, is_anonymous, mark_public, page_cache_seconds
+from web.page_cache import (
+    etag_for,
+    game_version,
+    is_anonymous,
+    mark_public,
+    mark_stale,
+    page_cache_seconds,
+    single_flight,
+)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -64,8 +75,11 @@ def _link(request: HttpRequest, limit: int, offset: int) -> str:
 
 
 def page_data(request: HttpRequest, environment_id: int, version: str, limit: int, offset: int) -> dict:
-    """One page of the ranking as a dict (``count``, ``version``, ``next``, ``previous``, ``results``)."""
-    rows = serialized_rows(environment_id, version)
+    """One page of the ranking as a dict (``count``, ``version``, ``next``, ``previous``, ``results``).
+
+    ``version`` is the one the rows were built from: the previous one while another request rebuilds.
+    """
+    version, rows = serialized_rows(environment_id, version)
     return {
         "count": len(rows),
         "version": version,
@@ -93,7 +107,13 @@ def json_page(request: HttpRequest, slug: str) -> HttpResponse:
     key = f"web:leaderboard-page:{etag.strip(chr(34))}:{request.get_host()}:{request.scheme}"
     body = cache.get(key)
     if body is None:
-        body = JSONRenderer().render(page_data(request, environment_id, version, limit, offset))
+        data = page_data(request, environment_id, version, limit, offset)
+        body = JSONRenderer().render(data)
+        if data["version"] != version:  # the previous ranking, served while the new one is built
+            stale_etag = etag_for("leaderboard", data["version"], limit, offset)
+            response = mark_stale(HttpResponse(body, content_type="application/json"), stale_etag)
+            patch_vary_headers(response, ("Accept",))
+            return response
         cache.set(key, body, timeout=page_cache_seconds())
     response = mark_public(HttpResponse(body, content_type="application/json"), etag)
     patch_vary_headers(response, ("Accept",))
@@ -115,15 +135,20 @@ def ratings_version(slug: str) -> tuple[int, str] | None:
     return None if found is None else (found[0], f"{found[0]}-{found[1] or 0}")
 
 
-def serialized_rows(environment_id: int, version: str) -> list[dict]:
-    """Every ranked row of the game as JSON-ready dicts, built once per ratings version."""
-    key = f"web:leaderboard-rows:{version}"
-    rows = cache.get(key)
-    if rows is None:
+def serialized_rows(environment_id: int, version: str) -> tuple[str, list[dict]]:
+    """``(version, rows)``: every ranked row of the game as JSON-ready dicts, built once per ratings
+    version by one request at a time; the previous version's while that build runs (if there is one)."""
+
+    def build() -> tuple[str, list[dict]]:
         ranked = queries.leaderboard(Environment.objects.get(pk=environment_id))
-        rows = [dict(r) for r in s.LeaderboardEntrySerializer(ranked, many=True).data]
-        cache.set(key, rows, timeout=page_cache_seconds())
-    return rows
+        return version, [dict(r) for r in s.LeaderboardEntrySerializer(ranked, many=True).data]
+
+    return single_flight(
+        "leaderboard-rows",
+        f"web:leaderboard-rows:{version}",
+        build,
+        previous_key=f"web:leaderboard-rows-latest:{environment_id}",
+    ).value
 
 
 class Leaderboard(APIView):
