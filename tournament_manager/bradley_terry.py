@@ -17,6 +17,17 @@ results between a thousand competitors), its closed-form limit instead: the vari
 bootstrap, ``H^-1 V H^-1`` (the sandwich estimator), with normal 95 % intervals - the same intervals to
 within the bootstrap's Monte Carlo noise once every competitor has many games, in well under a second.
 
+Memory and time: up to :data:`DENSE_MAX_COMPETITORS` competitors the Newton systems are dense ``n x n``
+matrices solved by Cholesky (exact, fast at that size). Above it nothing ``n x n`` is ever built: the
+Hessian is a sparse matrix with one entry per pair that played, solved either directly as a narrow band
+(reverse Cuthill-McKee order: ladders whose competitors mostly meet their neighbours) or by conjugate
+gradients (Jacobi preconditioner plus an exact correction of each connected group's common shift, the
+direction only the weak prior pins), so memory and time grow with the number of pairs, not with ``n^2``.
+The fitted strengths and bootstrap replicates are the same (the same maximum, to the solver's tolerance);
+the linearised intervals' variance ``diag(H^-1 V H^-1)`` is then estimated from as many draws of the
+linearised bootstrap as ``bootstrap`` asks for (normal scores with the covariance ``V``, one sparse solve
+each) instead of the dense inverse: the same limit, with the bootstrap's own Monte Carlo noise.
+
 Ties (:func:`rank_with_ties`): walking down the leaderboard order, a competitor shares the rank of the
 current tie group's *leader* (its first, best-placed member) when their 95 % intervals overlap;
 otherwise it starts a new group whose rank is its 1-based position (competition ranking: 1, 2, 2, 4).
@@ -31,10 +42,23 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
+from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 from threadpoolctl import threadpool_limits
 
 #: Above this many (replicate x non-empty cell) units the bootstrap is replaced by its closed-form limit.
 MAX_BOOTSTRAP_CELLS = 5_000_000
+#: Up to this many competitors the Newton systems are dense (Cholesky); above, sparse (conjugate gradients).
+DENSE_MAX_COMPETITORS = 1500
+#: Largest banded factor (bandwidth x n elements, after reverse Cuthill-McKee ordering) solved directly;
+#: wider systems (pairs spread across the whole board, where conjugate gradients converge fast) use CG.
+BANDED_MAX_ELEMENTS = 8_000_000
+#: Relative residual at which a conjugate-gradient solve stops (far below the fit's own tolerance).
+CG_TOLERANCE = 1e-10
+#: The same for the sampled variance's draws, whose own Monte Carlo noise is ~1/sqrt(2 x draws).
+VARIANCE_CG_TOLERANCE = 1e-6
+#: Elements of the (pairs x draws) block drawn at once by the sampled linearised variance (bounds memory).
+_DRAW_BLOCK = 4_000_000
 #: Two-sided 95 % standard normal quantile.
 Z_95 = 1.959963984540054
 
@@ -99,6 +123,96 @@ def _hessian(n: int, pi: np.ndarray, pj: np.ndarray, w: np.ndarray, prior_curv: 
     return hess
 
 
+class _DenseSystem:
+    """A dense negative Hessian and its Cholesky factor."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+        self.factor = scipy.linalg.cho_factor(matrix, check_finite=False)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        return scipy.linalg.cho_solve(self.factor, rhs, check_finite=False)
+
+
+class _SparseSystem:
+    """A sparse negative Hessian (an entry per pair that played), never expanded to ``n x n``.
+
+    Solved directly when its pairs form a narrow band once reordered (reverse Cuthill-McKee): a ladder
+    whose competitors mostly meet their neighbours, where the band's Cholesky factor is small and
+    iterative solvers are slowest. Otherwise by conjugate gradients, preconditioned by Jacobi plus an exact
+    correction along each connected group's constant vector: the Laplacian part of the Hessian is blind to
+    a common shift of a group, which only the weak prior's curvature pins, and that slow direction would
+    otherwise cost hundreds of iterations.
+    """
+
+    def __init__(self, n: int, pi: np.ndarray, pj: np.ndarray, w: np.ndarray, prior_curv: np.ndarray) -> None:
+        rows, cols = np.concatenate([pi, pj]), np.concatenate([pj, pi])
+        off = scipy.sparse.csr_array((np.concatenate([w, w]), (rows, cols)), shape=(n, n))
+        self.diag = np.bincount(pi, w, n) + np.bincount(pj, w, n) + prior_curv
+        self.banded: tuple[np.ndarray, np.ndarray] | None = None
+        order = reverse_cuthill_mckee(off, symmetric_mode=True).astype(np.int64)
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+        lo, hi = np.minimum(position[pi], position[pj]), np.maximum(position[pi], position[pj])
+        width = int(np.max(hi - lo)) if pi.size else 0
+        if (width + 1) * n <= BANDED_MAX_ELEMENTS:
+            band = np.zeros((width + 1, n))  # upper form: band[width + i - j, j] = H[i, j], i <= j
+            band[width] = self.diag[order]
+            band[width + lo - hi, hi] = -w
+            self.banded = (scipy.linalg.cholesky_banded(band, check_finite=False), order)
+            return
+        self.matrix = scipy.sparse.diags_array(self.diag, format="csr") - off
+        _, labels = connected_components(off, directed=False)
+        # 1_c^T H 1_c for each group c: the Laplacian part vanishes, the prior's curvature remains.
+        self.group_curv = np.bincount(labels, prior_curv)
+        self.groups = scipy.sparse.csr_array(
+            (np.ones(n), (labels, np.arange(n))), shape=(self.group_curv.size, n)
+        )
+        self.labels = labels
+
+    def _precondition(self, r: np.ndarray) -> np.ndarray:
+        sums = self.groups @ r
+        return r / self.diag[:, None] + (sums / self.group_curv[:, None])[self.labels]
+
+    def solve(self, rhs: np.ndarray, tolerance: float = CG_TOLERANCE) -> np.ndarray:
+        b = rhs.reshape(rhs.shape[0], -1)
+        if self.banded is not None:
+            factor, order = self.banded
+            x = np.empty_like(b)
+            x[order] = scipy.linalg.cho_solve_banded((factor, False), b[order], check_finite=False)
+            return x.reshape(rhs.shape)
+        x = np.zeros_like(b)
+        r = b.copy()
+        z = self._precondition(r)
+        p = z.copy()
+        rz = np.einsum("ij,ij->j", r, z)
+        goal = tolerance * np.linalg.norm(b, axis=0)
+        for _ in range(10 * rhs.shape[0] + 100):
+            if np.all(np.linalg.norm(r, axis=0) <= goal):
+                break
+            q = self.matrix @ p
+            pq = np.einsum("ij,ij->j", p, q)
+            alpha = np.divide(rz, pq, out=np.zeros_like(rz), where=pq > 0)
+            x += alpha * p
+            r -= alpha * q
+            z = self._precondition(r)
+            rz_new = np.einsum("ij,ij->j", r, z)
+            beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0)
+            p = z + beta * p
+            rz = rz_new
+        else:
+            raise ArithmeticError("conjugate gradients did not converge")
+        return x.reshape(rhs.shape)
+
+
+def _system(
+    n: int, pi: np.ndarray, pj: np.ndarray, w: np.ndarray, prior_curv: np.ndarray, dense: bool
+) -> _DenseSystem | _SparseSystem:
+    if dense:
+        return _DenseSystem(_hessian(n, pi, pj, w, prior_curv))
+    return _SparseSystem(n, pi, pj, w, prior_curv)
+
+
 def _point_fit(
     n: int,
     pairs: np.ndarray,
@@ -107,7 +221,8 @@ def _point_fit(
     prior_games: float,
     tol: float,
     max_iter: int,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    dense: bool,
+) -> tuple[np.ndarray, _DenseSystem | _SparseSystem, int]:
     """Newton's method on the penalised log-likelihood; returns (theta, final negative Hessian, iterations).
 
     The penalised log-likelihood is strictly concave, so plain Newton steps converge in a handful of
@@ -115,19 +230,20 @@ def _point_fit(
     """
     pi, pj = pairs[:, 0], pairs[:, 1]
     theta = np.zeros(n)
-    hess = np.eye(n)
+    system: _DenseSystem | _SparseSystem | None = None
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
         prob = 1.0 / (1.0 + np.exp(theta[pj] - theta[pi]))  # P(low index beats high index)
         resid = wins - games * prob
         sig = 1.0 / (1.0 + np.exp(-theta))
         grad = np.bincount(pi, resid, n) - np.bincount(pj, resid, n) + prior_games * (0.5 - sig)
-        hess = _hessian(n, pi, pj, games * prob * (1.0 - prob), prior_games * sig * (1.0 - sig))
-        step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(hess, check_finite=False), grad)
+        system = _system(n, pi, pj, games * prob * (1.0 - prob), prior_games * sig * (1.0 - sig), dense)
+        step = system.solve(grad)
         theta = theta + step
         if np.max(np.abs(step)) < tol:
             break
-    return theta, hess, it
+    assert system is not None  # max_iter >= 1
+    return theta, system, it
 
 
 def _bootstrap(
@@ -135,7 +251,7 @@ def _bootstrap(
     pairs: np.ndarray,
     table: np.ndarray,
     theta: np.ndarray,
-    hess: np.ndarray,
+    system: _DenseSystem | _SparseSystem,
     replicates: int,
     seed: int,
     prior_games: float,
@@ -151,7 +267,6 @@ def _bootstrap(
     so a few cheap steps reach the replicate's own maximum (its gradient, not an approximation, is zeroed).
     Replicates are processed in chunks to bound memory.
     """
-    factor = scipy.linalg.cho_factor(hess)
     cells = np.flatnonzero(table.ravel())
     counts = table.ravel()[cells]
     cell_pair = cells // 3
@@ -175,7 +290,7 @@ def _bootstrap(
             resid = (wins - games * prob).ravel()
             grad = np.bincount(gi, resid, b * n) - np.bincount(gj, resid, b * n)
             grad = grad.reshape(b, n) + prior_games * (0.5 - 1.0 / (1.0 + np.exp(-th)))
-            step = scipy.linalg.cho_solve(factor, grad.T).T
+            step = system.solve(np.ascontiguousarray(grad.T)).T
             th += step
             if np.max(np.abs(step)) < tol:
                 break
@@ -184,7 +299,13 @@ def _bootstrap(
 
 
 def _linearised_variance(
-    n: int, pairs: np.ndarray, table: np.ndarray, theta: np.ndarray, hess: np.ndarray
+    n: int,
+    pairs: np.ndarray,
+    table: np.ndarray,
+    theta: np.ndarray,
+    system: _DenseSystem | _SparseSystem,
+    draws: int,
+    seed: int,
 ) -> np.ndarray:
     """Variance of each log-strength under the linearised (one-step) Poisson bootstrap, in closed form.
 
@@ -194,14 +315,39 @@ def _linearised_variance(
     Its covariance is exactly ``V = sum_c c a_c a_c^T`` (a graph Laplacian), so the step's covariance is
     ``H^-1 V H^-1`` (the sandwich estimator): what the bootstrap's spread converges to when games are
     many, with no Monte Carlo noise and no refits.
+
+    With a sparse system (many competitors) no ``n x n`` inverse is formed: the variance is the mean
+    square of ``draws`` linearised-bootstrap steps ``H^-1 g``, each ``g = B^T (sqrt(w) * z)`` with ``B`` the
+    pairs' incidence matrix, ``w`` the pairs' weights in ``V`` and ``z`` standard normal per pair (so
+    ``Cov(g) = V`` exactly), solved in blocks of draws whose size bounds the memory, to a relative residual
+    of :data:`VARIANCE_CG_TOLERANCE` (far below the draws' own noise).
     """
     pi, pj = pairs[:, 0], pairs[:, 1]
     prob = 1.0 / (1.0 + np.exp(theta[pj] - theta[pi]))
     scores = np.array([0.0, 0.5, 1.0])
     weight = np.sum(table * (scores[None, :] - prob[:, None]) ** 2, axis=1)
-    meat = _hessian(n, pi, pj, weight, np.zeros(n))
-    inverse = scipy.linalg.cho_solve(scipy.linalg.cho_factor(hess), np.eye(n))
-    return np.maximum(np.einsum("ij,ji->i", inverse @ meat, inverse), 0.0)
+    if isinstance(system, _DenseSystem):
+        meat = _hessian(n, pi, pj, weight, np.zeros(n))
+        inverse = system.solve(np.eye(n))
+        return np.maximum(np.einsum("ij,ji->i", inverse @ meat, inverse), 0.0)
+    n_pairs = pairs.shape[0]
+    rows = np.repeat(np.arange(n_pairs), 2)
+    incidence_t = scipy.sparse.csr_array(
+        (np.tile([1.0, -1.0], n_pairs), (pairs.ravel(), rows)), shape=(n, n_pairs)
+    )
+    root = np.sqrt(weight)[:, None]
+    rng = np.random.default_rng(seed)
+    solve_block = int(max(1, min(draws, _DRAW_BLOCK // max(1, 4 * n))))  # CG keeps ~6 (n, block) arrays
+    draw_block = int(max(1, min(solve_block, _DRAW_BLOCK // max(1, n_pairs))))
+    total = np.zeros(n)
+    for start in range(0, draws, solve_block):
+        scores = np.empty((n, min(solve_block, draws - start)))
+        for at in range(0, scores.shape[1], draw_block):
+            b = min(draw_block, scores.shape[1] - at)
+            scores[:, at : at + b] = incidence_t @ (root * rng.standard_normal((n_pairs, b)))
+        steps = system.solve(scores, VARIANCE_CG_TOLERANCE)
+        total += np.einsum("ij,ij->i", steps, steps)
+    return total / draws
 
 
 def fit_pair_counts(
@@ -215,14 +361,16 @@ def fit_pair_counts(
     tol: float = 1e-8,
     max_iter: int = 100,
     max_bootstrap_cells: int = MAX_BOOTSTRAP_CELLS,
+    dense_max_competitors: int = DENSE_MAX_COMPETITORS,
 ) -> BTFit:
     """Fit Bradley-Terry log-strengths of competitors ``0..n-1`` from pair counts.
 
     ``pairs`` is (P, 2) with ``pairs[k, 0] < pairs[k, 1]``; ``table`` is (P, 3): the losses, draws and
     wins of the low index against the high one (see :func:`aggregate_results`). The cost depends on the
     number of distinct pairs and competitors, never on the number of results: a dense ``n x n`` Newton
-    system (fine up to a few thousand competitors) and vectorised bootstrap refits. Linear algebra runs
-    on one thread: on a busy shared worker, multi-threaded BLAS is ten times slower, not faster.
+    system up to ``dense_max_competitors`` competitors, a sparse one (memory and time proportional to the
+    pairs) above, and vectorised bootstrap refits. Linear algebra runs on one thread: on a busy shared
+    worker, multi-threaded BLAS is ten times slower, not faster.
 
     Intervals: the percentile interval of ``bootstrap`` Poisson-bootstrap refits when ``bootstrap`` times
     the number of non-empty (pair, outcome) cells is at most ``max_bootstrap_cells``; beyond that, the
@@ -241,7 +389,16 @@ def fit_pair_counts(
         raise ValueError("prior_games must be > 0 (it keeps undefeated competitors finite)")
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_pair_counts(
-            n, pairs, table, bootstrap, seed, prior_games, tol, max_iter, max_bootstrap_cells
+            n,
+            pairs,
+            table,
+            bootstrap,
+            seed,
+            prior_games,
+            tol,
+            max_iter,
+            max_bootstrap_cells,
+            n <= dense_max_competitors,
         )
 
 
@@ -255,21 +412,24 @@ def _fit_pair_counts(
     tol: float,
     max_iter: int,
     max_bootstrap_cells: int,
+    dense: bool,
 ) -> BTFit:
     games = table.sum(axis=1)
     wins = table[:, 2] + 0.5 * table[:, 1]
-    theta, hess, iterations = _point_fit(n, pairs, wins, games, prior_games, tol, max_iter)
+    theta, system, iterations = _point_fit(n, pairs, wins, games, prior_games, tol, max_iter, dense)
     lower, upper = theta.copy(), theta.copy()
     m = int(np.rint(table.sum()))
     method = "none"
     if bootstrap > 0 and m > 0:
         if bootstrap * np.count_nonzero(table) <= max_bootstrap_cells:
-            boot = _bootstrap(n, pairs, table, theta, hess, bootstrap, seed, prior_games, tol * 100, max_iter)
+            boot = _bootstrap(
+                n, pairs, table, theta, system, bootstrap, seed, prior_games, tol * 100, max_iter
+            )
             lower, upper = np.percentile(boot, [2.5, 97.5], axis=0)
             lower, upper = np.minimum(lower, theta), np.maximum(upper, theta)
             method = "bootstrap"
         else:
-            half = Z_95 * np.sqrt(_linearised_variance(n, pairs, table, theta, hess))
+            half = Z_95 * np.sqrt(_linearised_variance(n, pairs, table, theta, system, bootstrap, seed))
             lower, upper = theta - half, theta + half
             method = "linearised"
     return BTFit(theta=theta, lower=lower, upper=upper, n_results=m, iterations=iterations, method=method)
@@ -287,6 +447,7 @@ def fit(
     tol: float = 1e-8,
     max_iter: int = 100,
     max_bootstrap_cells: int = MAX_BOOTSTRAP_CELLS,
+    dense_max_competitors: int = DENSE_MAX_COMPETITORS,
 ) -> BTFit:
     """Fit Bradley-Terry log-strengths of competitors ``0..n-1`` from results ``(i[k], j[k], outcome[k])``.
 
@@ -306,6 +467,7 @@ def fit(
         tol=tol,
         max_iter=max_iter,
         max_bootstrap_cells=max_bootstrap_cells,
+        dense_max_competitors=dense_max_competitors,
     )
 
 
