@@ -170,33 +170,13 @@ class ImageCollector:
         stamps = []
         for ref in image.refs:
             with contextlib.suppress(OSError):
-                stamps.append(self.cache._lock_path(ref).stat().st_mtime)
+                stamps.append(self.cache.lock_path(ref).stat().st_mtime)
         return max(stamps) if stamps else image.created  # never launched here: its build time
 
     def _remove(self, image: _Image) -> bool:
         """Remove every name of ``image`` unless a launch holds it or a container uses it."""
-        from docker.errors import APIError, NotFound
-
-        from run_duel.images import _HostLock
-
-        locks = [_HostLock(self.cache._lock_path(ref)) for ref in sorted(image.refs)]
-        try:
-            if not all(lock.try_exclusive() for lock in locks):
-                return False
-            if self.api.containers(all=True, filters={"ancestor": image.id}):
-                return False
-            for name in image.names:
-                try:
-                    self.api.remove_image(name, force=False)
-                except NotFound:
-                    continue
-                except APIError as exc:  # 409: a container took it after all
-                    log.info("image collector: keeping %s: %s", name, exc)
-                    return False
-            return True
-        finally:
-            for lock in locks:
-                lock.close()
+        locks = [self.cache.lock_path(ref) for ref in image.refs]
+        return self.cache.remove_if_unused(image.id, image.names, locks)
 
     def run(self) -> Collection:
         """Record sizes, remove retired images, then evict playing ones past the budget (LRU first)."""
@@ -323,12 +303,12 @@ HOST_TASKS = ("builder.build_revision", "duel_runner.smoke_test_revision", "duel
 def collect_if_due(interval_s: float, *, cache: ImageCache | None = None) -> Collection | None:
     """A pass on this host's engine if the host's last one (by any process) is older than ``interval_s``;
     ``None`` when it is not due or another process of the host is collecting right now."""
-    from run_duel.images import _HostLock
+    from run_duel.images import HostLock
 
     cache = cache or ImageCache.from_env()
     cache.lock_dir.mkdir(parents=True, exist_ok=True)
     stamp = cache.lock_dir / STAMP_FILE
-    lock = _HostLock(stamp)
+    lock = HostLock(stamp)
     try:
         if not lock.try_exclusive():
             return None

@@ -99,7 +99,7 @@ class Ensured:
     pulled: bool
 
 
-class _HostLock:
+class HostLock:
     """A ``flock`` on one file, shared or exclusive, waited for with a bound (never forever)."""
 
     def __init__(self, path: Path) -> None:
@@ -196,7 +196,9 @@ class ImageCache:
 
     # -- locks and stamps ----------------------------------------------------------------------------
 
-    def _lock_path(self, ref: str) -> Path:
+    def lock_path(self, ref: str) -> Path:
+        """The launch lock file of ``ref`` on this host: held shared while a launch uses the image, and
+        its mtime is the image's last use here."""
         parsed = parse_digest_ref(ref)
         key = parsed[1].split(":", 1)[1] if parsed else "ref-" + hashlib.sha256(ref.encode()).hexdigest()
         self.lock_dir.mkdir(parents=True, exist_ok=True)
@@ -204,7 +206,7 @@ class ImageCache:
 
     def touch(self, ref: str) -> None:
         """Record that ``ref`` was just used (its lock file's mtime is its last use)."""
-        path = self._lock_path(ref)
+        path = self.lock_path(ref)
         path.touch(exist_ok=True)
         os.utime(path)
 
@@ -238,7 +240,7 @@ class ImageCache:
         """Make sure ``ref`` is in the engine (pulling it by digest if needed) and keep it there until the
         block ends: create the container inside the block. Raises ``ImageUnavailable``, ``ImageMissing``
         or ``ImageDigestMismatch``."""
-        lock = _HostLock(self._lock_path(ref))
+        lock = HostLock(self.lock_path(ref))
         try:
             lock.acquire(exclusive=False, timeout=LOCK_WAIT_S, what=ref)
             pulled = False
@@ -405,26 +407,32 @@ class ImageCache:
         return max(known) if known else float(image.get("Created") or 0)
 
     def _remove_unused(self, image: dict[str, Any]) -> bool:
-        """Remove every reference of ``image`` while holding its locks; False if anything uses it."""
+        """Remove every reference of ``image`` unless a launch or a container uses it."""
+        names = [*(image.get("RepoTags") or []), *(image.get("RepoDigests") or [])]
+        locks = [self.lock_dir / f"{d.split(':', 1)[1]}.lock" for d in self._registry_digests(image)]
+        return self.remove_if_unused(image["Id"], names, locks)
+
+    def remove_if_unused(self, image_id: str, names: Iterable[str], lock_paths: Iterable[Path]) -> bool:
+        """Remove every name of image ``image_id`` while holding the launch locks at ``lock_paths``
+        exclusively (taken without waiting: a launch in progress wins). ``False``, removing nothing more,
+        when a lock is held, a container uses the image, or the engine refuses (a container took it)."""
         from docker.errors import APIError, NotFound
 
-        locks = [
-            _HostLock(self.lock_dir / f"{d.split(':', 1)[1]}.lock") for d in self._registry_digests(image)
-        ]
+        locks = [HostLock(path) for path in sorted(lock_paths)]
         try:
             if not all(lock.try_exclusive() for lock in locks):
                 return False  # a launch is about to use it
-            if self.api.containers(all=True, filters={"ancestor": image["Id"]}):
+            if self.api.containers(all=True, filters={"ancestor": image_id}):
                 return False
-            for name in [*(image.get("RepoTags") or []), *(image.get("RepoDigests") or [])]:
-                if name == "<none>:<none>" or name == "<none>@<none>":
+            for name in names:
+                if name in ("<none>:<none>", "<none>@<none>"):
                     continue
                 try:
                     self.api.remove_image(name, force=False)
                 except NotFound:
                     continue
                 except APIError as exc:  # 409: a container uses it after all
-                    log.info("agent image cache: keeping %s: %s", name, exc)
+                    log.info("agent images: keeping %s: %s", name, exc)
                     return False
             return True
         finally:

@@ -112,7 +112,7 @@ def test_retired_images_go_pinned_and_used_ones_stay_and_the_budget_evicts_lru(
         cache.touch(playing)
         cache.touch(other_playing)
         old = time.time() - 3600
-        os.utime(cache._lock_path(other_playing), (old, old))
+        os.utime(cache.lock_path(other_playing), (old, old))
         budget = own_of[playing] + own_of[pinned_old]
         done = collect_images(grace_s=0, budget_bytes=budget, cache=cache)
         assert done.removed == [in_use]  # no container holds it any more: retired, removed
@@ -233,7 +233,7 @@ def test_every_host_collects_after_its_own_work_at_most_once_per_interval(
 
     from builder.tasks import build_revision
     from duel_runner.image_gc import STAMP_FILE, collect_if_due
-    from run_duel.images import LOCK_FOLDER, _HostLock
+    from run_duel.images import LOCK_FOLDER, HostLock
     from run_duel.sandbox.docker_client import get_client
 
     api = get_client().api
@@ -256,7 +256,7 @@ def test_every_host_collects_after_its_own_work_at_most_once_per_interval(
         assert collect_if_due(3600) is None  # swept moments ago
         old = time.time() - 7200
         os.utime(stamp, (old, old))
-        holder = _HostLock(stamp)
+        holder = HostLock(stamp)
         try:
             assert holder.try_exclusive()
             assert collect_if_due(3600) is None  # another process of the host is collecting

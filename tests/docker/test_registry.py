@@ -299,7 +299,7 @@ def test_the_cache_removes_least_recently_used_images_never_one_in_use(
     now = time.time()
     for age, ref in ((300, oldest), (200, middle), (100, newest)):
         cache.touch(ref)
-        os.utime(cache._lock_path(ref), (now - age, now - age))
+        os.utime(cache.lock_path(ref), (now - age, now - age))
     total, images = cache.usage()
     assert len(images) == 3 and total > 0
 
