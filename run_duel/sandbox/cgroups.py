@@ -29,10 +29,24 @@ V2 = "unified"
 GRACE_FROM_FRACTION = 0.25
 
 
+#: A hierarchy mounted elsewhere than ``/proc/self/mountinfo`` says: a worker in a container may get the
+#: host's cgroup file system bind-mounted there (v1: one folder per controller below it; v2: the root).
+ROOT_ENV = "AGENT_CGROUP_ROOT"
+_CONTROLLERS = ("freezer", "memory", "pids", "cpuacct")
+
+
 @cache
 def mounts() -> dict[str, Path]:
     """Mount point of each cgroup hierarchy: ``{"freezer": ..., "memory": ..., "pids": ..., "unified":
-    ...}`` (v1 controllers by name, the v2 hierarchy as ``"unified"``)."""
+    ...}`` (v1 controllers by name, the v2 hierarchy as ``"unified"``): below ``$AGENT_CGROUP_ROOT`` when
+    set (a worker container's own ``/sys/fs/cgroup`` shows only its own group), else where
+    ``/proc/self/mountinfo`` says."""
+    override = os.environ.get(ROOT_ENV, "").strip()
+    if override:
+        root = Path(override)
+        if (root / "cgroup.controllers").exists():
+            return {V2: root}
+        return {key: root / key for key in _CONTROLLERS if (root / key).is_dir()}
     found: dict[str, Path] = {}
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -47,7 +61,7 @@ def mounts() -> dict[str, Path]:
             found.setdefault(V2, Path(fields[4]))
         elif extra[0] == "cgroup":
             for option in extra[2].split(","):
-                if option in ("freezer", "memory", "pids", "cpuacct"):
+                if option in _CONTROLLERS:
                     found.setdefault(option, Path(fields[4]))
     return found
 
@@ -72,25 +86,14 @@ def cgroup_dirs_of(pid: int) -> dict[str, Path]:
 
 #: Where Docker puts a container's cgroup under a hierarchy, by cgroup driver (``{id}``: its full id).
 CONTAINER_LAYOUTS = ("docker/{id}", "system.slice/docker-{id}.scope")
-#: A hierarchy mounted elsewhere than ``/proc/self/mountinfo`` says: a worker in a container may get the
-#: host's cgroup file system bind-mounted there (v1: one folder per controller below it; v2: the root).
-ROOT_ENV = "AGENT_CGROUP_ROOT"
 
 
 def container_dirs(container_id: str) -> dict[str, Path]:
     """The cgroup folders of a Docker container found from its id (when its processes are not visible
     from here, e.g. from a referee in another pid namespace), by the engine's default layouts, under
     ``$AGENT_CGROUP_ROOT`` when set, else where the hierarchies are mounted. Empty when none exists."""
-    override = os.environ.get(ROOT_ENV, "").strip()
-    if override:
-        root = Path(override)
-        known = {key: root / key for key in ("freezer", "memory", "pids", "cpuacct")}
-        if (root / "cgroup.controllers").exists():
-            known = {V2: root}
-    else:
-        known = mounts()
     dirs: dict[str, Path] = {}
-    for key, base in known.items():
+    for key, base in mounts().items():
         for layout in CONTAINER_LAYOUTS:
             candidate = base / layout.format(id=container_id)
             if candidate.is_dir():

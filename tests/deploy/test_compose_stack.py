@@ -150,6 +150,10 @@ def test_example_players_are_built_and_smoke_tested_in_docker_sandboxes(stack: S
         revisions,
         stack.compose("logs", "--tail", "60", "worker").stdout[-6000:],
     )
+    # The smoke tests' agents were frozen between their moves: the worker container reaches the host's
+    # cgroup files (run_duel/seat.py warns once per process when it cannot).
+    worker_log = stack.compose("logs", "worker").stdout
+    assert "cannot be frozen between their moves" not in worker_log, worker_log[-6000:]
 
 
 #: Opens a live game against the random Tic-tac-toe agent (the agent moves first); prints the session id.
