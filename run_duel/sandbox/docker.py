@@ -693,10 +693,10 @@ class DockerSandbox(Sandbox):
         this folder must exist at the same path in that container and on the host (bind mounts are
         resolved by the engine, on the host). ``images`` fetches and caches agent images (default: the
         registry and cache budget of the environment, ``run_duel.images``). ``reuse`` says whether
-        agents run in warm containers kept between duels (``docker_warm``; default from the environment,
-        ``ReusePolicy.from_env``: off unless ``$DUEL_SANDBOX_REUSE`` is on)."""
+        agents run in warm containers kept between duels (``docker_warm``; default off: the platform turns
+        it on with its ``DUEL_SANDBOX_REUSE*`` settings, ``duel_runner.tasks.duel_sandbox``)."""
         base = _runtime_base(runtime_dir)
-        self.reuse = reuse if reuse is not None else ReusePolicy.from_env()
+        self.reuse = reuse if reuse is not None else ReusePolicy()
         self.pool = warm_pool(self.reuse, base) if self.reuse.enabled else None
         try:
             self._api = get_client().api

@@ -45,7 +45,7 @@ from run_duel.channel import Channel
 from run_duel.sandbox.base import ExitInfo, LaunchSpec, Limits, SandboxError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,6 @@ log = logging.getLogger(__name__)
 CONTROL_TIMEOUT_S = 10.0
 #: The harness file mounted into warm containers (the factory is always this checkout's harness).
 HARNESS_FILE = Path(__file__).resolve().parents[1] / "harness" / "arena_harness.py"
-_OFF = ("0", "off", "false", "no")
 
 
 #: What a warm container is made for: the image, the limits and the revision (``LaunchSpec.labels``).
@@ -78,19 +77,6 @@ class ReusePolicy:
     max_duels: int = 200  # seats served by one container
     max_age_s: float = 600.0  # seconds since the container started
     max_idle: int = 8  # idle warm containers kept by one process (the least recently used go first)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReusePolicy:
-        """``$DUEL_SANDBOX_REUSE`` (on/off, default off here; the platform's settings turn it on),
-        ``$DUEL_SANDBOX_REUSE_DUELS``, ``$DUEL_SANDBOX_REUSE_SECONDS``, ``$DUEL_SANDBOX_REUSE_IDLE``."""
-        env = os.environ if environ is None else environ
-        default = cls()
-        return cls(
-            enabled=env.get("DUEL_SANDBOX_REUSE", "off").strip().lower() not in (*_OFF, ""),
-            max_duels=int(env.get("DUEL_SANDBOX_REUSE_DUELS") or default.max_duels),
-            max_age_s=float(env.get("DUEL_SANDBOX_REUSE_SECONDS") or default.max_age_s),
-            max_idle=int(env.get("DUEL_SANDBOX_REUSE_IDLE") or default.max_idle),
-        )
 
 
 def warm_capable(entrypoint: list[str] | None) -> str | None:

@@ -340,15 +340,26 @@ def test_a_warm_container_is_retired_after_its_duel_budget_and_when_a_duel_leave
     assert all(report["sysv"] == [] for report in after)
 
 
-def test_reuse_is_an_operator_switch_read_from_the_environment() -> None:
-    from run_duel.sandbox.docker_warm import ReusePolicy
+def test_reuse_is_an_operator_setting_and_off_in_the_library(settings, monkeypatch) -> None:
+    from duel_runner.tasks import duel_sandbox
+    from run_duel.sandbox.docker import DockerSandbox
 
-    assert ReusePolicy.from_env({}).enabled is False
-    policy = ReusePolicy.from_env(
-        {"DUEL_SANDBOX_REUSE": "on", "DUEL_SANDBOX_REUSE_DUELS": "5", "DUEL_SANDBOX_REUSE_SECONDS": "60"}
-    )
-    assert (policy.enabled, policy.max_duels, policy.max_age_s) == (True, 5, 60.0)
-    assert ReusePolicy.from_env({"DUEL_SANDBOX_REUSE": "off"}).enabled is False
+    # A checkout's .env (copied from example.env, loaded into the environment by the settings) says "on":
+    # the library's own default stays cold; only the platform's settings turn reuse on.
+    monkeypatch.setenv("DUEL_SANDBOX_REUSE", "on")
+    library = DockerSandbox()
+    assert library.reuse.enabled is False and library.pool is None
+    library.close()
+    settings.SANDBOX = "docker"
+    settings.DUEL_SANDBOX_REUSE, settings.DUEL_SANDBOX_REUSE_DUELS = True, 5
+    settings.DUEL_SANDBOX_REUSE_SECONDS, settings.DUEL_SANDBOX_REUSE_IDLE = 60, 3
+    platform = duel_sandbox()
+    assert (platform.reuse.enabled, platform.reuse.max_duels, platform.reuse.max_age_s) == (True, 5, 60.0)
+    platform.close()
+    settings.DUEL_SANDBOX_REUSE = False
+    off = duel_sandbox()
+    assert off.reuse.enabled is False
+    off.close()
 
 
 def test_two_revisions_with_the_same_image_never_share_a_warm_container(

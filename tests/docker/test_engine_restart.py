@@ -211,6 +211,9 @@ def held_revisions(build_dir, tmp_path: Path, settings: Any, memory_broker: None
 
     image = build_dir(HELD_PLAYER)
     settings.SANDBOX = "docker"
+    # Fresh containers per duel: the injector finds this duel's seats by their rl-arena.duel label, which
+    # warm containers (kept between duels) do not carry.
+    settings.DUEL_SANDBOX_REUSE = False
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
     sync_environments(game_infos())
