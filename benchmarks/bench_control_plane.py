@@ -71,6 +71,8 @@ def shipped_conn_max_age() -> int:
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_db import drop_database, recreate_database  # noqa: E402 (after the path set-up)
+
 GAMES = ("connect-four", "tic-tac-toe", "quarto")
 MATCHES = 10
 RANDOM_PLAYER = REPO / "example_players" / "random"
@@ -527,31 +529,6 @@ def read_rater_stats(r: Any, run_id: str) -> tuple[dict[str, dict[str, float]], 
 
 
 # --- setup: database, players, duels, real duel JSONs --------------------------------------------------
-
-
-def recreate_database(args: argparse.Namespace, env: dict[str, str]) -> None:
-    """Drop and create ``--db`` and migrate it."""
-    import psycopg
-
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks"],
-        cwd=REPO,
-        check=True,
-        env={**os.environ, **env},
-    )
-
-
-def drop_database(args: argparse.Namespace) -> None:
-    """Drop ``--db`` (closing this process's connection first)."""
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 def real_duels(game: str, n: int) -> dict[str, list[dict[str, Any]]]:

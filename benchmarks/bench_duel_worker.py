@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_db import drop_database, recreate_database  # noqa: E402 (after the path set-up)
+
 GAME = "connect-four"
 MATCHES = 10
 
@@ -74,29 +76,6 @@ def process_env(args: argparse.Namespace, run_id: str, data_dir: str) -> dict[st
         "LOG_LEVEL": "warning",
         "CELERY_SKIP_CHECKS": "1",
     }
-
-
-def recreate_database(args: argparse.Namespace, env: dict[str, str]) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks"],
-        cwd=REPO,
-        check=True,
-        env={**os.environ, **env},
-    )
-
-
-def drop_database(args: argparse.Namespace) -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 def seed(revisions: int, image: str) -> list[int]:
