@@ -59,6 +59,9 @@ class GameInfo:
     cpu_limit: float  # CPUs (Docker --cpus)
     smoke_test_matches: int
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Size of each agent's persistent data folder in MB (optional ``data_mb``; ``None``: the platform's
+    #: ``AGENT_DATA_MB``).
+    data_mb: int | None = None
 
 
 class Game(ABC):

@@ -79,6 +79,9 @@ _FIELD_CHECKS = {
     "smoke_test_matches": _positive_even_int,
 }
 
+#: Keys an ``info.yml`` may leave out (``data_mb``: the agents' data folder size, run_duel/agent_data.py).
+_OPTIONAL_CHECKS = {"data_mb": _positive_int}
+
 
 def parse_info(data: Any, source: str = "info.yml") -> GameInfo:
     """Validate the parsed content of an ``info.yml`` and build a :class:`GameInfo`.
@@ -95,9 +98,13 @@ def parse_info(data: Any, source: str = "info.yml") -> GameInfo:
         problem = check(data[key])
         if problem:
             problems.append(f"{key} {problem}")
+    for key, check in _OPTIONAL_CHECKS.items():
+        problem = check(data[key]) if key in data else None
+        if problem:
+            problems.append(f"{key} {problem}")
     if problems:
         raise InvalidGameInfoError(f"{source}: " + "; ".join(problems))
-    extra = {k: v for k, v in data.items() if k not in _FIELD_CHECKS}
+    extra = {k: v for k, v in data.items() if k not in _FIELD_CHECKS and k not in _OPTIONAL_CHECKS}
     return GameInfo(
         slug=data["slug"],
         name=data["name"].strip(),
@@ -109,6 +116,7 @@ def parse_info(data: Any, source: str = "info.yml") -> GameInfo:
         cpu_limit=float(data["cpu_limit"]),
         smoke_test_matches=data["smoke_test_matches"],
         extra=extra,
+        data_mb=data.get("data_mb"),
     )
 
 

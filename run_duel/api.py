@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from environments import get_info
+from run_duel.agent_data import AgentData, DataError, check_archive
 from run_duel.duel_result import (
     OTHER_ERROR,
     PLAYER_1_ERROR,
@@ -20,6 +21,8 @@ from run_duel.sandbox.docker_warm import ReusePolicy
 
 __all__ = [
     "SANDBOXES",
+    "AgentData",
+    "DataError",
     "DuelResultError",
     "LaunchSpec",
     "Limits",
@@ -27,6 +30,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SmokeResult",
+    "check_archive",
     "get_sandbox",
     "play_duel",
     "smoke_test",

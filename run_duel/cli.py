@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import dataclasses
 import json
 import shutil
 import sys
@@ -20,8 +21,10 @@ from typing import Any, NoReturn
 import orjson
 
 from environments import UnknownGameError, all_slugs, get_info
+from run_duel.agent_data import DEFAULT_DATA_MB, MB, DataError, load_host_folder, store_in_host_folder
 from run_duel.api import SANDBOXES, get_sandbox, play_duel
-from run_duel.sandbox.base import AGENT_ENTRY_FILES, LaunchSpec, SandboxError, has_agent_entry
+from run_duel.referee import limits_for
+from run_duel.sandbox.base import AGENT_ENTRY_FILES, LaunchSpec, Limits, SandboxError, has_agent_entry
 
 
 class UsageError(Exception):
@@ -103,6 +106,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-states", action="store_true", help="leave the per-move states out of the JSON")
     parser.add_argument("--indent", action="store_true", help="indent the JSON (default: compact)")
+    for n in (1, 2):
+        parser.add_argument(
+            f"--data-{n}",
+            metavar="DIR",
+            help=f"player {n}'s persistent data folder ($ARENA_DATA_DIR): filled from DIR, and DIR's content "
+            "replaced by what the agent left there when it played to the end",
+        )
+    parser.add_argument(
+        "--data-mb",
+        type=int,
+        help=f"size of the data folders in MB (default: the game's data_mb, else {DEFAULT_DATA_MB})",
+    )
     parser.add_argument(
         "--no-pin",
         action="store_true",
@@ -137,11 +152,47 @@ def _check(args: argparse.Namespace) -> tuple[LaunchSpec, LaunchSpec]:
         raise UsageError(f"unknown sandbox {args.sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
     if args.matches is not None and args.matches < 1:
         raise UsageError(f"--matches must be a positive integer, got {args.matches}")
+    if args.data_mb is not None and args.data_mb < 1:
+        raise UsageError(f"--data-mb must be a positive integer, got {args.data_mb}")
+    data_mb = 0
+    if args.data_1 or args.data_2:
+        data_mb = args.data_mb or get_info(args.env).data_mb or DEFAULT_DATA_MB
     specs = []
     for n, ref in ((1, args.player_1), (2, args.player_2)):
         env = {} if args.seed is None else {"ARENA_SEED": str(args.seed + n - 1)}
-        specs.append(LaunchSpec(agent=resolve_agent(ref, args.sandbox), env=env, labels={"seat": str(n)}))
+        folder = getattr(args, f"data_{n}")
+        data = None
+        if folder:
+            if not Path(folder).is_dir():
+                raise UsageError(f"--data-{n} {folder}: no such folder")
+            try:
+                data = load_host_folder(folder, data_mb * MB)
+            except DataError as exc:
+                raise UsageError(f"--data-{n}: {exc}") from exc
+        specs.append(
+            LaunchSpec(
+                agent=resolve_agent(ref, args.sandbox),
+                env=env,
+                labels={"seat": str(n)},
+                limits=Limits(data_mb=data_mb),
+                data=data,
+            )
+        )
     return specs[0], specs[1]
+
+
+def _store_data(args: argparse.Namespace, specs: tuple[LaunchSpec, LaunchSpec]) -> None:
+    """Write what each agent left in its data folder back to its ``--data-N`` folder."""
+    for n, spec in ((1, specs[0]), (2, specs[1])):
+        folder = getattr(args, f"data_{n}")
+        if spec.data is None or not folder:
+            continue
+        if spec.data.saved is None:
+            print(f"run_duel: --data-{n} {folder} unchanged: {spec.data.problem}", file=sys.stderr)
+            continue
+        store_in_host_folder(spec.data.saved, folder, spec.limits.data_mb * MB)
+        if spec.data.problem:
+            print(f"run_duel: --data-{n}: {spec.data.problem}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     except SandboxError as exc:
         print(f"run_duel: error: {exc}", file=sys.stderr)
         return 1
+    limits = None
+    if args.data_mb is not None:  # the size asked for, over the game's own data_mb
+        limits = dataclasses.replace(limits_for(get_info(args.env), spec_1.limits), data_mb=args.data_mb)
     try:
         duel = play_duel(
             args.env,
@@ -164,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             spec_1,
             spec_2,
             matches=args.matches,
+            limits=limits,
             on_progress=_Progress(sys.stderr),
             record_states=not args.no_states,
             pin_cpus=False if args.no_pin else None,
@@ -174,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         sandbox.close()
+    _store_data(args, (spec_1, spec_2))
     data = encode_duel(duel, indent=args.indent)
     if args.output:
         Path(args.output).write_bytes(data)

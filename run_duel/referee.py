@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from environments import Game, GameInfo, IllegalActionError, get_game, get_info
+from run_duel.agent_data import MB, save_from
 from run_duel.cpu_slots import CpuSlot, claim_cpu_slot, pinning_enabled, slot_width
 from run_duel.duel_result import (
     DRAW,
@@ -69,9 +70,12 @@ CLOSE_GRACE_S = 0.1
 
 
 def limits_for(info: GameInfo, base: Limits | None = None) -> Limits:
-    """The limits of a game's ``info.yml`` applied on top of ``base`` (default ``Limits()``)."""
+    """The limits of a game's ``info.yml`` applied on top of ``base`` (default ``Limits()``). A game's
+    ``data_mb`` replaces the base's data folder size only where the base gives agents a folder."""
+    base = base or Limits()
     return dataclasses.replace(
-        base or Limits(),
+        base,
+        data_mb=info.data_mb if base.data_mb > 0 and info.data_mb is not None else base.data_mb,
         memory_mb=info.memory_limit_mb,
         cpus=info.cpu_limit,
         init_timeout=float(info.init_time_limit),
@@ -141,6 +145,7 @@ class Referee:
         finally:
             closing = time.perf_counter()
             try:
+                self._read_back_data()
                 self._close(*self.agents)
             finally:
                 if self.cpu_slot is not None:
@@ -180,6 +185,26 @@ class Referee:
             duel["seed"] = self.seed
             duel["duplicate"] = True
         return duel
+
+    def _read_back_data(self) -> None:
+        """Read each saving agent's data folder back (``run_duel.agent_data``) while it is still
+        running, before ``close``: only an agent that played to the end of the duel saves."""
+        for agent in self.agents:
+            data = agent.spec.data
+            if data is None or not data.save or agent.spec.limits.data_mb <= 0:
+                continue
+            proc = agent.proc
+            running = proc is not None and agent.fatal is None and proc.poll_exit() is None
+            try:
+                save_from(
+                    data,
+                    proc.data_root() if proc is not None else None,
+                    agent.spec.limits.data_mb * MB,
+                    running=running,
+                )
+            except Exception:  # never lose the duel over its data
+                log.exception("reading %s's data folder failed", agent.name)
+                data.problem = "the data folder could not be read because of an error on our side"
 
     def _close(self, *agents: Seat) -> None:
         """Say ``close`` to each running agent, give them a moment to close their channel (the harness

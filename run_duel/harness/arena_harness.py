@@ -317,8 +317,9 @@ def serve(transport: Transport, player: object) -> int:
 # memory. The referee talks to it over a SOCK_SEQPACKET control socket (one JSON object per packet; the
 # duel's channel and stderr pipe arrive as descriptors with ``spawn``).
 
-#: Folders an agent can write to in its container; each is emptied after every duel.
-WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")  # noqa: S108 - the container's own folders
+#: Folders an agent can write to in its container; each is emptied after every duel (``/arena-data``, the
+#: agent's persistent data folder, is read back by the referee first and filled again for the next duel).
+WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue", "/arena-data")  # noqa: S108 - the container's own
 #: System V IPC objects outlive their creator; any left after a duel makes the container unclean.
 SYSV_IPC_FILES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
 #: How long the end-of-duel clean-up may take before the container is declared unclean.
@@ -544,10 +545,15 @@ class WarmFactory:
         for folder in WRITABLE_DIRS:
             if not os.path.isdir(folder):
                 continue
-            for name in os.listdir(folder):
-                _wipe(os.path.join(folder, name))
-            if os.listdir(folder):
-                problems.append(f"{folder} could not be emptied")
+            if os.stat(folder).st_uid == os.getuid():
+                os.chmod(folder, 0o700)  # the agent owns the data folder and may have locked it
+            try:
+                for name in os.listdir(folder):
+                    _wipe(os.path.join(folder, name))
+                if os.listdir(folder):
+                    problems.append(f"{folder} could not be emptied")
+            except OSError as exc:
+                problems.append(f"{folder} could not be emptied: {exc}")
         for path in SYSV_IPC_FILES:
             try:
                 with open(path) as handle:

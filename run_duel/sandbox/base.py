@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from run_duel.agent_data import AgentData
 from run_duel.channel import Channel
 from run_duel.sandbox.cgroups import CpuUsage
 
@@ -42,6 +43,7 @@ class Limits:
     file_size_mb: int = 64
     open_files: int = 256
     tmpfs_mb: int = 64
+    data_mb: int = 0  # the persistent data folder's size (run_duel/agent_data.py); 0: no such folder
     cpu_time_s: int = 600  # total CPU seconds over the whole duel (local sandbox RLIMIT_CPU)
     log_bytes: int = 256 * 1024  # stderr kept per agent (the tail)
     max_message_bytes: int = 64 * 1024  # longest reply line accepted from the agent
@@ -60,12 +62,16 @@ class ExitInfo:
 
 @dataclass
 class LaunchSpec:
-    """What to run: ``agent`` is a directory holding ``player.py`` (local) or an image name (docker)."""
+    """What to run: ``agent`` is a directory holding ``player.py`` (local) or an image name (docker).
+
+    With ``limits.data_mb`` > 0 the agent has a data folder of that size (``run_duel.agent_data``),
+    filled with ``data.archive`` at every launch (empty when ``data`` is ``None``)."""
 
     agent: str
     limits: Limits = field(default_factory=Limits)
     labels: dict[str, str] = field(default_factory=dict)  # e.g. {"duel": "42", "seat": "1"}
     env: dict[str, str] = field(default_factory=dict)  # extra variables for the agent (never secrets)
+    data: AgentData | None = None  # its persistent folder's content, and what the referee read back
 
 
 class SandboxError(RuntimeError):
@@ -112,6 +118,12 @@ class AgentProcess(ABC):
         answers the referee; 0 when unknown. The seat reads its scheduler statistics to tell a slow agent
         from one the machine starved."""
         return 0
+
+    def data_root(self) -> str | None:
+        """Where the agent's data folder is, as this process reaches it while the agent runs (through the
+        sandbox's mount namespace), or ``None`` when it has none. Read it with ``agent_data.read_folder``:
+        it holds whatever the agent left there."""
+        return None
 
     def cpu_usage(self) -> CpuUsage | None:
         """A counter of the CPU seconds every process of the agent used (its cgroup's), or ``None``."""

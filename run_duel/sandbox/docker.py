@@ -59,6 +59,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Ulimit
 from requests.exceptions import RequestException
 
+from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, fill_folder
 from run_duel.channel import Channel
 from run_duel.images import ImageCache, ImageUnavailable, parse_digest_ref
 from run_duel.sandbox import cgroups
@@ -102,7 +103,6 @@ HARNESS_NAME = "arena_harness.py"
 BASE_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 LABEL = "rl-arena"
 LABEL_VALUE = "agent"
-MB = 1024 * 1024
 #: How long the harness may take to connect after the container started (Python start-up only: the
 #: harness connects before importing player.py).
 CONNECT_TIMEOUT_S = 20.0
@@ -175,7 +175,15 @@ def container_config(
         read_only=True,
         tmpfs={
             "/tmp":  # noqa: S108 - the container's own tmpfs
-            f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"
+            f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
+            **(
+                {
+                    DATA_DIR_IN_SANDBOX: f"rw,noexec,nosuid,nodev,size={limits.data_mb}m,mode=0700,"
+                    f"uid={AGENT_UID},gid={AGENT_UID}"
+                }
+                if limits.data_mb > 0
+                else {}
+            ),
         },
         shm_size=16 * MB,
         cap_drop=["ALL"],
@@ -203,6 +211,8 @@ def container_config(
     extra: dict[str, Any] = {}
     if warm_agent_dir is None:
         env.update(spec.env)
+        if limits.data_mb > 0:
+            env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
     else:
         harness = f"{SOCKET_DIR_IN_CONTAINER}/{HARNESS_NAME}"
         command = ["--agent-dir", warm_agent_dir, "--warm", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"]
@@ -255,6 +265,7 @@ class DockerAgentProcess(AgentProcess):
         self._lock = threading.Lock()
         self._freezer: cgroups.Freezer | None = None
         self._memory: cgroups.MemoryWatch | None = None
+        self._data_root: str | None = None
 
     def attach_cgroup(self, harness_pid: int) -> None:
         """Find the container's cgroups from its harness's pid (as this process sees it; 0 when the
@@ -376,6 +387,10 @@ class DockerAgentProcess(AgentProcess):
         if self._exit is not None:
             self._log = text  # the container has exited: its log is final
         return text
+
+    def data_root(self) -> str | None:
+        """The container's data tmpfs, through the mount namespace of its first process."""
+        return self._data_root
 
     def pin_cpus(self, cpus: frozenset[int]) -> bool:
         """Narrow the container's cpuset to ``cpus`` (one engine call, about 10 ms)."""
@@ -653,6 +668,24 @@ def _kill_live_agents() -> None:
             proc.kill()
 
 
+def _container_data_root(pid: int) -> str:
+    """The data tmpfs of the container whose process ``pid`` (as this process sees it) is."""
+    if not pid:
+        raise SandboxError("the agent container's process is not visible here: no data folder")
+    return f"/proc/{pid}/root{DATA_DIR_IN_SANDBOX}"
+
+
+def _fill_container_data(spec: LaunchSpec, root: str) -> None:
+    """Write ``spec.data``'s archive into a container's (empty) data folder, owned by the agent's uid."""
+    archive = spec.data.archive if spec.data is not None else b""
+    if not archive:
+        return
+    try:
+        fill_folder(archive, root, spec.limits.data_mb * MB, uid=AGENT_UID)
+    except (OSError, ValueError) as exc:
+        raise SandboxError(f"could not fill the agent's data folder: {exc}") from exc
+
+
 def _share_with_agent(socket_dir: str, path: str) -> None:
     """Let uid 10001 (and nobody else) reach the socket.
 
@@ -719,9 +752,10 @@ class DockerSandbox(Sandbox):
             if agent_dir is not None:
                 return self._launch_warm(spec, agent_dir)
         socket_dir = tempfile.mkdtemp(prefix="launch-", dir=self._root)
-        container_id, conn = self._start(spec, socket_dir)
+        container_id, conn, data_root = self._start(spec, socket_dir)
         fd = conn.detach()
         proc = DockerAgentProcess(container_id, Channel(fd, fd), socket_dir, spec.limits)
+        proc._data_root = data_root
         proc.attach_cgroup(_peer_pid(fd))
         self._processes.add(proc)
         _LIVE.add(proc)
@@ -767,7 +801,7 @@ class DockerSandbox(Sandbox):
         """Start a warm container; return once its factory imported numpy and said ``warm``."""
         assert self.pool is not None
         socket_dir = tempfile.mkdtemp(prefix="warm-", dir=self.pool.root)
-        container_id, conn = self._start(spec, socket_dir, warm_agent_dir=agent_dir)
+        container_id, conn, _ = self._start(spec, socket_dir, warm_agent_dir=agent_dir)
         container = WarmContainer(container_id, conn, socket_dir, key)
         self.pool.created += 1
         try:
@@ -788,10 +822,11 @@ class DockerSandbox(Sandbox):
         assert self.pool is not None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         err_r, err_w = os.pipe()
+        env = {**BASE_ENV, **spec.env}
+        if spec.limits.data_mb > 0:
+            env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
         try:
-            container.request(
-                {"type": "spawn", "env": {**BASE_ENV, **spec.env}}, fds=[theirs.fileno(), err_w]
-            )
+            container.request({"type": "spawn", "env": env}, fds=[theirs.fileno(), err_w])
         except WarmError:
             ours.close()
             os.close(err_r)
@@ -803,15 +838,19 @@ class DockerSandbox(Sandbox):
 
         stderr = _TailReader(err_r, spec.limits.log_bytes)
         stderr.start()
+        data_root = _container_data_root(container.factory_pid) if spec.limits.data_mb > 0 else None
         try:
             freezer, agent_pid = _agent_freezer(container)
+            if data_root is not None:  # the factory emptied the folder after the previous duel
+                _fill_container_data(spec, data_root)
             ours.sendall(b"\n")  # the agent process waited for this before running anything else
-        except (WarmError, OSError) as exc:
+        except (WarmError, OSError, SandboxError) as exc:
             stderr.stop()
             ours.close()
             raise WarmError(f"placing the agent process failed: {exc}") from exc
         fd = ours.detach()
         proc = WarmAgentProcess(container, self.pool, WarmChannel(fd, fd), stderr, spec.limits)
+        proc._data_root = data_root
         proc.attach_warm(container.factory_pid, freezer, agent_pid)
         self._processes.add(proc)
         _LIVE.add(proc)
@@ -821,18 +860,25 @@ class DockerSandbox(Sandbox):
 
     def _start(
         self, spec: LaunchSpec, socket_dir: str, *, warm_agent_dir: str | None = None
-    ) -> tuple[str, socket.socket]:
+    ) -> tuple[str, socket.socket, str | None]:
         """Create and start a container of ``spec.agent`` whose harness connects to a socket in
-        ``socket_dir``; return its id and the connection. On failure nothing is left (container removed
-        in the background, folder deleted)."""
+        ``socket_dir``; return its id, the connection and (a cold container with a data folder) the data
+        folder's path as we reach it. On failure nothing is left (container removed in the background,
+        folder deleted).
+
+        A cold container's data folder is filled before its harness can connect (the socket only gets
+        its name then; the harness retries until it does), so before any code of the agent runs."""
         container_id: str | None = None
         listener: socket.socket | None = None
         kind = socket.SOCK_STREAM if warm_agent_dir is None else socket.SOCK_SEQPACKET
+        fill = warm_agent_dir is None and spec.limits.data_mb > 0
+        data_root = None
         try:
             path = os.path.join(socket_dir, SOCKET_NAME)
+            bound = os.path.join(socket_dir, ".pending.sock") if fill else path
             listener = socket.socket(socket.AF_UNIX, kind | socket.SOCK_CLOEXEC)
-            listener.bind(path)
-            _share_with_agent(socket_dir, path)
+            listener.bind(bound)
+            _share_with_agent(socket_dir, bound)
             listener.listen(1)
             if warm_agent_dir is not None:
                 harness = os.path.join(socket_dir, HARNESS_NAME)
@@ -846,6 +892,10 @@ class DockerSandbox(Sandbox):
                 except ImageNotFound as exc:
                     raise ImageUnavailable(f"agent image {spec.agent} vanished from the engine") from exc
             self._api.start(container_id)
+            if fill:
+                data_root = _container_data_root(self._api.inspect_container(container_id)["State"]["Pid"])
+                _fill_container_data(spec, data_root)
+                os.rename(bound, path)
             conn = self._accept(listener, container_id)
         except BaseException as exc:
             if listener is not None:
@@ -860,7 +910,7 @@ class DockerSandbox(Sandbox):
             raise
         listener.close()
         os.unlink(path)
-        return container_id, conn
+        return container_id, conn, data_root
 
     def launch_many(self, specs: list[LaunchSpec]) -> list[DockerAgentProcess]:
         """Launch several agents concurrently (container start-up dominates a launch); all or nothing.

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import json
 import logging
 import os
 import resource
@@ -46,6 +47,7 @@ import time
 import uuid
 from pathlib import Path
 
+from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, fill_folder
 from run_duel.channel import Channel
 from run_duel.sandbox import cgroups, seccomp
 from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
@@ -53,7 +55,8 @@ from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sa
 log = logging.getLogger(__name__)
 
 HARNESS_PATH = Path(__file__).resolve().parent.parent / "harness" / "arena_harness.py"
-MB = 1024 * 1024
+#: How long bubblewrap may take to set up the sandbox before the data folder is filled.
+DATA_SETUP_TIMEOUT_S = 10.0
 #: Address space allowed on top of ``Limits.memory_mb``: RLIMIT_AS counts mapped (not resident) memory,
 #: so Python + numpy need room beyond what Docker's RSS-based limit would count.
 ADDRESS_SPACE_SLACK_MB = 256
@@ -339,6 +342,7 @@ class LocalAgentProcess(AgentProcess):
         self._drained = False
         self._harness_pid: int | None = None
         self.via_bwrap = via_bwrap
+        self._data_root: str | None = None
 
     def _reap(self, block: bool) -> ExitInfo | None:
         if self._exit is not None:
@@ -461,6 +465,10 @@ class LocalAgentProcess(AgentProcess):
                 pid = int(children[0])
         return self._harness_pid
 
+    def data_root(self) -> str | None:
+        """The data folder: bubblewrap's tmpfs through the sandbox's mount namespace, else a host folder."""
+        return self._data_root
+
     def cpu_usage(self) -> cgroups.CpuUsage | None:
         """The agent's cgroup CPU counter (a new open file each call; the caller closes it)."""
         return cgroups.CpuUsage.for_dirs(self._cgroup.dirs) if self._cgroup is not None else None
@@ -566,7 +574,16 @@ class LocalSandbox(Sandbox):
         # Drop roots nested in another root.
         return [r for r in keep if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in keep)]
 
-    def _bwrap_command(self, agent_dir: str, limits: Limits, seccomp_fd: int | None = None) -> list[str]:
+    def _bwrap_command(
+        self,
+        agent_dir: str,
+        limits: Limits,
+        seccomp_fd: int | None = None,
+        data_fds: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """The bubblewrap command line. ``data_fds`` (info, block): the sandbox gets its data folder, a
+        tmpfs of ``limits.data_mb``, and waits before running the harness until the block descriptor is
+        written (``_fill_bwrap_data``)."""
         cmd = [self.bwrap or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
         if _bwrap_supports(cmd[0], "--disable-userns"):
             cmd += ["--disable-userns"]  # no nested user namespaces: no caps, no chroot, no mounts inside
@@ -590,6 +607,9 @@ class LocalSandbox(Sandbox):
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         # /dev/shm would otherwise be an unbounded tmpfs
         cmd += ["--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108
+        if data_fds is not None:
+            cmd += ["--perms", "0700", "--size", str(limits.data_mb * MB), "--tmpfs", DATA_DIR_IN_SANDBOX]
+            cmd += ["--info-fd", str(data_fds[0]), "--block-fd", str(data_fds[1])]
         if seccomp_fd is not None:
             cmd += ["--seccomp", str(seccomp_fd)]  # Docker's default refusals (sandbox/seccomp.py)
         cmd += ["--remount-ro", "/", "--chdir", "/agent", "--"]
@@ -646,32 +666,51 @@ class LocalSandbox(Sandbox):
     # -- launch --------------------------------------------------------------------------------------
 
     def launch(self, spec: LaunchSpec) -> LocalAgentProcess:
-        """Start the harness on ``spec.agent`` (a folder holding ``player.py``)."""
+        """Start the harness on ``spec.agent`` (a folder holding ``player.py``), with its data folder
+        filled from ``spec.data`` when ``spec.limits.data_mb`` is positive."""
         agent_dir = Path(spec.agent).resolve()
         if not agent_dir.is_dir():
             raise SandboxError(f"agent folder {spec.agent!r} does not exist")
         limits = spec.limits
+        has_data = limits.data_mb > 0
+        archive = spec.data.archive if spec.data is not None else b""
         # Inside bubblewrap everything writable is a tmpfs: no host folder (nothing to leak if we die).
         workdir = None if self.bwrap else tempfile.mkdtemp(prefix="arena-local-")
         cgroup = _SeatCgroup.create(limits) if self.use_cgroup else None
         fds: list[int] = []
         pass_fds: tuple[int, ...] = ()
+        data_pipes: tuple[int, int] | None = None  # (info read end, block write end), bubblewrap only
+        data_root: str | None = None
         try:
+            extra_env = dict(spec.env)
             if workdir is None:
                 seccomp_fd = seccomp.program_fd()
                 if seccomp_fd is not None:
                     fds.append(seccomp_fd)
                     pass_fds = (seccomp_fd,)
-                cmd = self._bwrap_command(str(agent_dir), limits, seccomp_fd)
-                env = self._environment(SANDBOX_HOME, SANDBOX_TMP, spec.env)
+                data_fds = None
+                if has_data:
+                    info_r, info_w = os.pipe2(os.O_CLOEXEC)
+                    block_r, block_w = os.pipe2(os.O_CLOEXEC)
+                    fds += [info_r, info_w, block_r, block_w]
+                    data_fds, data_pipes = (info_w, block_r), (info_r, block_w)
+                    pass_fds += data_fds
+                    extra_env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
+                cmd = self._bwrap_command(str(agent_dir), limits, seccomp_fd, data_fds)
+                env = self._environment(SANDBOX_HOME, SANDBOX_TMP, extra_env)
                 cwd = "/"
             else:
                 local_agent = Path(workdir) / "agent"
                 shutil.copytree(agent_dir, local_agent, symlinks=True)
                 for sub in ("home", "tmp"):
                     (Path(workdir) / sub).mkdir()
+                if has_data:  # unisolated: a plain folder, its cap checked only when read back
+                    data_root = str(Path(workdir) / "data")
+                    os.mkdir(data_root, 0o700)
+                    fill_folder(archive, data_root, limits.data_mb * MB)
+                    extra_env[DATA_DIR_ENV] = data_root
                 cmd = [self.python, "-B", "-s", str(HARNESS_PATH), "--agent-dir", str(local_agent)]
-                env = self._environment(str(Path(workdir, "home")), str(Path(workdir, "tmp")), spec.env)
+                env = self._environment(str(Path(workdir, "home")), str(Path(workdir, "tmp")), extra_env)
                 cwd = str(local_agent)
             to_child_r, to_child_w = os.pipe2(os.O_CLOEXEC)
             from_child_r, from_child_w = os.pipe2(os.O_CLOEXEC)
@@ -688,7 +727,7 @@ class LocalSandbox(Sandbox):
                 preexec_fn=self._preexec(limits, cgroup),
                 pass_fds=pass_fds,
             )
-        except (OSError, subprocess.SubprocessError, shutil.Error) as exc:
+        except (OSError, ValueError, subprocess.SubprocessError, shutil.Error) as exc:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -702,4 +741,45 @@ class LocalSandbox(Sandbox):
         stderr = _TailReader(err_r, limits.log_bytes)
         stderr.start()
         channel = Channel(from_child_r, to_child_w)
-        return LocalAgentProcess(proc, channel, stderr, workdir, cgroup, limits, via_bwrap=bool(self.bwrap))
+        agent = LocalAgentProcess(proc, channel, stderr, workdir, cgroup, limits, via_bwrap=bool(self.bwrap))
+        if data_pipes is not None:
+            try:
+                data_root = _fill_bwrap_data(proc, *data_pipes, archive, limits.data_mb * MB)
+            except (OSError, ValueError, SandboxError) as exc:
+                agent.kill()
+                raise SandboxError(f"could not fill the agent's data folder: {exc}") from exc
+        agent._data_root = data_root
+        return agent
+
+
+def _fill_bwrap_data(
+    proc: subprocess.Popen[bytes], info_r: int, block_w: int, archive: bytes, cap_bytes: int
+) -> str:
+    """Once bubblewrap has set the sandbox up (its ``--info-fd`` names the sandbox's first process, whose
+    root becomes the new one), write the archive into the data tmpfs through that process's mount
+    namespace, then release the harness (``--block-fd``). Returns the folder's path as we reach it."""
+    try:
+        deadline = time.monotonic() + DATA_SETUP_TIMEOUT_S
+        info = b""
+        while b"}" not in info:
+            ready, _, _ = select.select([info_r], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(info_r, 4096) if ready else b""
+            if not chunk:
+                raise SandboxError(f"bubblewrap did not say where the sandbox is (exit {proc.poll()})")
+            info += chunk
+        pid = int(json.loads(info)["child-pid"])
+        root = f"/proc/{pid}/root"
+        host_root = os.stat("/").st_dev
+        while True:  # the first process pivots into the new root when every mount is in place
+            with contextlib.suppress(OSError):
+                if os.stat(root).st_dev != host_root and os.path.isdir(root + DATA_DIR_IN_SANDBOX):
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SandboxError("the sandbox's data folder did not appear")
+            time.sleep(0.002)
+        fill_folder(archive, root + DATA_DIR_IN_SANDBOX, cap_bytes)
+        os.write(block_w, b"1")
+        return root + DATA_DIR_IN_SANDBOX
+    finally:
+        os.close(info_r)
+        os.close(block_w)
