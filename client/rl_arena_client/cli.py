@@ -267,6 +267,8 @@ def cmd_duel(args: argparse.Namespace, out: TextIO) -> int:
             matches=args.matches,
             seed=args.seed,
             progress=local.Progress(sys.stderr, f"{a.name} vs {b.name}"),
+            data_folders=(args.data_1, args.data_2),
+            notes=lambda note: print(f"data folder {note}", file=sys.stderr),
         )
     finally:
         sandbox.close()
@@ -402,6 +404,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed the agents' random/numpy RNGs (player 2 gets seed + 1)")
     p.add_argument("--output", help="write the duel JSON (states, actions, logs) to this file")
     p.add_argument("--json", action="store_true", help="print the duel JSON instead of a summary")
+    for n in (1, 2):
+        p.add_argument(
+            f"--data-{n}",
+            metavar="DIR",
+            help=f"agent {n}'s persistent data folder ($ARENA_DATA_DIR), kept in DIR between your duels",
+        )
     p.set_defaults(func=cmd_duel)
 
     p = sub.add_parser("tournament", help="a local round robin with a TrueSkill table")

@@ -18,7 +18,18 @@ from typing import Any, TextIO
 
 from environments import UnknownGameError, get_info
 from rl_arena_client.api import CliError
-from run_duel.api import LaunchSpec, Sandbox, SandboxError, get_sandbox, play_duel, smoke_test
+from run_duel.agent_data import DEFAULT_DATA_MB, MB, load_host_folder, store_in_host_folder
+from run_duel.api import (
+    AgentData,
+    DataError,
+    LaunchSpec,
+    Limits,
+    Sandbox,
+    SandboxError,
+    get_sandbox,
+    play_duel,
+    smoke_test,
+)
 from tournament_manager.editions import DuelOutcome, round_robin_pairs, standings
 from tournament_manager.ladder import DuelRecord, RatingState, apply_duel
 from tournament_manager.rating import get_rater
@@ -51,9 +62,9 @@ def open_sandbox(no_bwrap: bool = False) -> Sandbox:
         raise CliError(f"cannot start the local sandbox: {exc}") from None
 
 
-def _spec(agent: Agent, seed: int | None) -> LaunchSpec:
+def _spec(agent: Agent, seed: int | None, data: AgentData | None = None, data_mb: int = 0) -> LaunchSpec:
     env = {} if seed is None else {"ARENA_SEED": str(seed)}
-    return LaunchSpec(agent=str(agent.folder), env=env)
+    return LaunchSpec(agent=str(agent.folder), env=env, limits=Limits(data_mb=data_mb), data=data)
 
 
 class Progress:
@@ -84,17 +95,33 @@ def play(
     seed: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     record_states: bool = True,
+    data_folders: tuple[str | None, str | None] = (None, None),
+    notes: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """One duel, ``a`` as player 1; the duel JSON."""
-    return play_duel(
+    """One duel, ``a`` as player 1; the duel JSON. ``data_folders``: each player's persistent data folder
+    on this machine (``$ARENA_DATA_DIR`` in its sandbox), filled from it and overwritten with what the
+    agent left there when it played to the end; ``notes`` hears what could not be saved."""
+    data_mb = (get_info(slug).data_mb or DEFAULT_DATA_MB) if any(data_folders) else 0
+    try:
+        data = [load_host_folder(f, data_mb * MB) if f else None for f in data_folders]
+    except DataError as exc:
+        raise CliError(str(exc)) from exc
+    duel = play_duel(
         slug,
         sandbox,
-        _spec(a, seed),
-        _spec(b, None if seed is None else seed + 1),
+        _spec(a, seed, data[0], data_mb),
+        _spec(b, None if seed is None else seed + 1, data[1], data_mb),
         matches=matches,
         on_progress=progress,
         record_states=record_states,
     )
+    for folder, kept in zip(data_folders, data, strict=True):
+        if folder and kept is not None:
+            if kept.saved is not None:
+                store_in_host_folder(kept.saved, folder, data_mb * MB)
+            if kept.problem and notes is not None:
+                notes(f"{folder}: {kept.problem}")
+    return duel
 
 
 @dataclass
