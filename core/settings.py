@@ -277,6 +277,9 @@ DUEL_SANDBOX_REUSE_DUELS = env_int("DUEL_SANDBOX_REUSE_DUELS", 200, minimum=1)
 DUEL_SANDBOX_REUSE_SECONDS = env_int("DUEL_SANDBOX_REUSE_SECONDS", 600, minimum=1)
 DUEL_SANDBOX_REUSE_IDLE = env_int("DUEL_SANDBOX_REUSE_IDLE", 8, minimum=1)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_MB", 50, minimum=1) * 1024 * 1024
+# Each competitor's persistent data folder (ARENA_DATA_DIR in the sandbox, kept between its duels): its cap
+# in MiB, unless the game's info.yml sets data_mb; 0: agents get no data folder at all.
+AGENT_DATA_MB = env_int("AGENT_DATA_MB", 10, minimum=0)
 # A RUNNING job whose worker sent no heartbeat for LEASE_SECONDS (database time) is re-queued.
 LEASE_SECONDS = env_int("LEASE_SECONDS", 15, minimum=2)
 HEARTBEAT_SECONDS = env_float("HEARTBEAT_SECONDS", LEASE_SECONDS / 5, minimum=0.2)

@@ -10,17 +10,16 @@ its move (``core.actions.agent_move``). It ends when the game is decided, when t
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from core.actions import Claim
+from core.actions import Claim, load_playable_data
 from core.actions.play import (
     agent_move,
     claim_play_session,
@@ -35,6 +34,9 @@ from core.jobs.runner import JobKind, run_job
 from core.models import PlaySession
 from run_duel.seat import PlayerFault, Seat
 
+if TYPE_CHECKING:
+    from run_duel.api import AgentData, Limits
+
 log = logging.getLogger(__name__)
 
 AGENT_ERROR = PlaySession.Result.AGENT_ERROR
@@ -44,19 +46,25 @@ FAILED = PlaySession.Result.FAILED
 CLOSE_GRACE_S = 0.2
 
 
-def _limits(slug: str) -> Any:
-    """The game's ``info.yml`` limits, exactly as duels get them."""
+def _limits(slug: str) -> Limits:
+    """The game's ``info.yml`` limits on top of the platform's data folder size, exactly as duels get
+    them (``run_duel.referee.limits_for``)."""
     from environments import get_info
     from run_duel.api import Limits
+    from run_duel.referee import limits_for
 
-    info = get_info(slug)
-    return dataclasses.replace(
-        Limits(),
-        memory_mb=info.memory_limit_mb,
-        cpus=info.cpu_limit,
-        init_timeout=float(info.init_time_limit),
-        move_timeout=float(info.move_time_limit),
-    )
+    return limits_for(get_info(slug), Limits(data_mb=settings.AGENT_DATA_MB))
+
+
+def _data(competitor_id: int, slug: str, limits: Limits) -> AgentData | None:
+    """A copy of the competitor's current data folder, never saved: a game against a person changes
+    nothing the agent keeps (``None`` when data folders are off)."""
+    from run_duel.api import AgentData
+
+    if limits.data_mb <= 0:
+        return None
+    archive, _generation = load_playable_data(competitor_id, slug)
+    return AgentData(archive=archive, save=False)
 
 
 def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
@@ -70,7 +78,10 @@ def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
     game = get_game(slug)
     limits = _limits(slug)
     spec = LaunchSpec(
-        agent=session.revision.agent_ref, limits=limits, labels={"play_session": str(session.pk)}
+        agent=session.revision.agent_ref,
+        limits=limits,
+        labels={"play_session": str(session.pk)},
+        data=_data(session.revision.competitor_id, slug, limits),
     )
     poll_s = play_setting("PLAY_POLL_SECONDS", 0.1)
     idle_s = inactivity_timeout()

@@ -4,13 +4,24 @@ The lifecycle of each job (claim, heartbeat, fenced outcome, infrastructure fail
 across database outages) is the job runner's (``core.jobs.runner``); this module declares the work of
 each kind and the action that stores its outcome. The rating is triggered by task name from
 ``record_duel_result``, so this package never imports ``tournament_manager``.
+
+**Data folders** (``AGENT_DATA_MB``; ``core.actions.agent_data``): a duel gives each agent its
+competitor's persistent folder and the referee reads back, at the end, the folder of every agent still
+running. The folders are saved in the *record* step, in the same transaction as the result
+(``record_duel_with_data``): fenced by the claim like the result, and never for a duel whose work raised
+(an infrastructure error re-queues the duel and its folders are dropped; the next attempt starts from
+the stored content). ``_duel`` returns them with the duel JSON under :data:`AGENT_DATA_KEY` (base64, so
+the outcome stays JSON): a result spooled during a database outage keeps them and saves them when it is
+recorded, under the same claim and compare-and-set (a reset or another duel's save meanwhile wins).
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.conf import settings
@@ -18,19 +29,25 @@ from django.db import DatabaseError
 
 from core.actions import (
     Claim,
+    DataSave,
     claim_duel,
     claim_smoke_test,
     fail_duel,
     fail_smoke_test,
     finish_smoke_test,
+    load_playable_data,
     rebuild_revision,
     record_duel_result,
+    record_duel_with_data,
     record_matches_so_far,
 )
 from core.jobs.runner import InfrastructureError, JobKind, run_job
 from core.models import Duel, Revision, SmokeTest
 from duel_runner.reaper import reap
 from run_duel.outcomes import DuelResult, MatchResult
+
+if TYPE_CHECKING:
+    from run_duel.api import AgentData, Limits
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +112,25 @@ def duel_sandbox() -> Any:
     return get_sandbox("docker", reuse=reuse)
 
 
+def data_limits() -> Limits:
+    """The base limits of every agent the platform launches: ``data_mb`` is ``AGENT_DATA_MB`` (a game's
+    ``info.yml`` may override it in ``run_duel.referee.limits_for``; 0: no data folder)."""
+    from run_duel.api import Limits
+
+    return Limits(data_mb=settings.AGENT_DATA_MB)
+
+
 def _smoke_test(smoke: SmokeTest, claim: Claim) -> dict[str, Any]:
-    """Self-play the revision; a player error is a verdict, ours raises :class:`InfrastructureError`."""
-    from run_duel.api import LaunchSpec, smoke_test
+    """Self-play the revision; a player error is a verdict, ours raises :class:`InfrastructureError`.
+    The agent gets an empty scratch data folder (never saved), so an agent that uses it is tested too."""
+    from run_duel.api import AgentData, LaunchSpec, smoke_test
 
     revision = smoke.revision
     spec = LaunchSpec(
         agent=revision.agent_ref,
         labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation), "revision": str(revision.pk)},
+        limits=data_limits(),
+        data=AgentData(save=False) if settings.AGENT_DATA_MB > 0 else None,
     )
     sandbox = duel_sandbox()
     try:
@@ -149,14 +177,73 @@ class LiveMatches:
             self.last_write = time.monotonic()
 
 
+#: The key of a duel's outcome holding the data folders to save (never part of the stored duel JSON).
+AGENT_DATA_KEY = "agent_data"
+
+
+@dataclass
+class SeatData:
+    """One seat's data folder in a duel: its competitor, the generation read before play, and the
+    ``run_duel`` folder the referee fills (``None``: data folders are off)."""
+
+    competitor_id: int
+    generation: int
+    data: AgentData | None
+
+
+def load_seat_data(duel: Duel) -> list[SeatData]:
+    """Each seat's folder, loaded before play. In self-play (both revisions of one competitor) both
+    seats start from the same content and only seat 1's folder is saved."""
+    from run_duel.api import AgentData
+
+    seats: list[SeatData] = []
+    loaded: dict[int, tuple[bytes, int]] = {}
+    for revision in (duel.revision_1, duel.revision_2):
+        competitor_id = revision.competitor_id
+        if settings.AGENT_DATA_MB <= 0:
+            seats.append(SeatData(competitor_id, 0, None))
+            continue
+        first = competitor_id not in loaded
+        if first:
+            loaded[competitor_id] = load_playable_data(competitor_id, duel.environment.slug)
+        archive, generation = loaded[competitor_id]
+        seats.append(SeatData(competitor_id, generation, AgentData(archive=archive, save=first)))
+    return seats
+
+
+def folders_left(seats: list[SeatData]) -> list[dict[str, Any]]:
+    """What each saving seat's folder became (``saved`` or ``problem``, set by the referee), as JSON."""
+    folders = []
+    for seat in seats:
+        if seat.data is None or not seat.data.save:
+            continue
+        saved = seat.data.saved
+        folders.append(
+            {
+                "competitor_id": seat.competitor_id,
+                "generation": seat.generation,
+                "archive": base64.b64encode(saved).decode("ascii") if saved is not None else None,
+                "problem": seat.data.problem,
+            }
+        )
+    return folders
+
+
 def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     """Play the duel. Matches lost to our side re-queue it while attempts remain; on the last attempt the
-    fair matches are kept (the others count for nobody)."""
+    fair matches are kept (the others count for nobody). The data folders the agents left ride along
+    under :data:`AGENT_DATA_KEY` and are saved with the result (:func:`record_duel`)."""
     from run_duel.api import LaunchSpec, play_duel, validate_duel_json
 
     labels = {"duel": str(duel.pk), "attempt": str(claim.generation)}
+    seats = load_seat_data(duel)
     specs = [
-        LaunchSpec(agent=rev.agent_ref, labels={**labels, "seat": str(seat), "revision": str(rev.pk)})
+        LaunchSpec(
+            agent=rev.agent_ref,
+            labels={**labels, "seat": str(seat), "revision": str(rev.pk)},
+            limits=data_limits(),
+            data=seats[seat - 1].data,
+        )
         for seat, rev in ((1, duel.revision_1), (2, duel.revision_2))
     ]
     sandbox = duel_sandbox()
@@ -177,7 +264,28 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     problem = infrastructure_problem(result)
     if problem and (result.get("result") == DuelResult.ERROR or claim.attempt < settings.MAX_ATTEMPTS):
         raise InfrastructureError(problem)
-    return result
+    folders = folders_left(seats)
+    return {**result, AGENT_DATA_KEY: folders} if folders else result
+
+
+def record_duel(claim: Claim, outcome: dict[str, Any]) -> bool:
+    """Store a duel's outcome: the result and, in the same transaction, the data folders riding along
+    (``core.actions.agent_data.record_duel_with_data``). Also records spooled outcomes, with or without
+    folders. Never changes ``outcome`` (a database blip calls it again with the same one)."""
+    folders = outcome.get(AGENT_DATA_KEY)
+    if not folders:
+        return record_duel_result(claim, outcome)
+    duel_json = {key: value for key, value in outcome.items() if key != AGENT_DATA_KEY}
+    saves = [
+        DataSave(
+            competitor_id=int(f["competitor_id"]),
+            generation=int(f["generation"]),
+            archive=base64.b64decode(f["archive"]) if f.get("archive") is not None else None,
+            problem=str(f.get("problem") or ""),
+        )
+        for f in folders
+    ]
+    return record_duel_with_data(claim, duel_json, saves)
 
 
 SMOKE_TEST = JobKind(
@@ -188,9 +296,7 @@ SMOKE_TEST = JobKind(
     record=_record_smoke_test,
     fail=fail_smoke_test,
 )
-DUEL = JobKind(
-    name="duel", model=Duel, claim=claim_duel, work=_duel, record=record_duel_result, fail=fail_duel
-)
+DUEL = JobKind(name="duel", model=Duel, claim=claim_duel, work=_duel, record=record_duel, fail=fail_duel)
 
 
 @shared_task(name="duel_runner.smoke_test_revision", acks_late=True, ignore_result=True)

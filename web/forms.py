@@ -111,6 +111,12 @@ class UploadForm(forms.Form):
         label="Publish the source",
         help_text="Public sources can be downloaded by anyone and are pushed to the public repository.",
     )
+    wipe_data = forms.BooleanField(
+        required=False,
+        label="Start this revision with an empty data folder",
+        help_text="For a new revision of an existing competitor: the data its earlier revisions stored "
+        "($ARENA_DATA_DIR) is deleted when this one starts playing. Unticked, it carries on with that data.",
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -21,6 +21,7 @@ from core.models import (
     RatingHistory,
     Revision,
     SmokeTest,
+    StoredAgentData,
     Tournament,
     TournamentParticipant,
 )
@@ -435,3 +436,51 @@ def revision_records(rating: Rating | None, revision_ids: list[int]) -> dict[int
             if mu is not None:
                 records[pk].mu, records[pk].sigma = mu, sigma
     return records
+
+
+@dataclass(frozen=True)
+class StoredDataSummary:
+    """A competitor's data folder as its owner sees it (never the content: see the download)."""
+
+    size_bytes: int
+    cap_bytes: int
+    files: int
+    generation: int
+    updated_at: datetime | None
+    updated_by_duel_id: int | None
+    last_problem: str
+    last_problem_at: datetime | None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether agents of this game get a data folder (``AGENT_DATA_MB`` or the game's ``data_mb``)."""
+        return self.cap_bytes > 0
+
+
+def stored_data(comp: Competitor) -> StoredDataSummary:
+    """The data folder's size, cap, files, last change and last problem: one query (the archive itself
+    is not read). For owners and staff only: callers check ``can_see_private`` first."""
+    from core.actions.agent_data import MB, data_cap_mb
+
+    row = (
+        StoredAgentData.objects.filter(competitor_id=comp.pk)
+        .values(
+            "size_bytes",
+            "files",
+            "generation",
+            "updated_at",
+            "updated_by_duel_id",
+            "last_problem",
+            "last_problem_at",
+        )
+        .first()
+    ) or {
+        "size_bytes": 0,
+        "files": 0,
+        "generation": 0,
+        "updated_at": None,
+        "updated_by_duel_id": None,
+        "last_problem": "",
+        "last_problem_at": None,
+    }
+    return StoredDataSummary(cap_bytes=data_cap_mb(comp.environment.slug) * MB, **row)

@@ -7,7 +7,7 @@ from django.urls import include, path, reverse_lazy
 from django.views.generic import TemplateView
 
 from web.page_cache import cached_page, competitor_version, game_version
-from web.views import accounts, health, kits, notifications, pages, play, records, seasons, upload
+from web.views import accounts, agent_data, health, kits, notifications, pages, play, records, seasons, upload
 
 # Public pages served from the cache to anonymous visitors, keyed by the ratings they show (page_cache.py).
 game_page = cached_page("game", game_version)(pages.game)
@@ -74,6 +74,8 @@ urlpatterns = [
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/read/", notifications.notifications_read, name="notifications-read"),
     path("competitors/<int:pk>/", competitor_page, name="competitor"),
+    path("competitors/<int:pk>/data.tar", agent_data.download, name="agent-data-download"),
+    path("competitors/<int:pk>/data/reset/", agent_data.reset, name="agent-data-reset"),
     path("revisions/<int:pk>/", pages.revision, name="revision"),
     path("revisions/<int:pk>/status/", pages.revision_status, name="revision-status"),
     path("revisions/<int:pk>/source.zip", pages.revision_download, name="revision-download"),

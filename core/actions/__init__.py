@@ -4,6 +4,15 @@ Tasks are sent by name after commit (``core.queue.enqueue_on_commit``), so a rol
 leaves a message behind, and ``core`` imports none of the packages that run the work.
 """
 
+from core.actions.agent_data import (
+    DataSave,
+    load_agent_data,
+    load_playable_data,
+    note_agent_data_problem,
+    record_duel_with_data,
+    reset_agent_data,
+    save_agent_data,
+)
 from core.actions.builds import claim_build, fail_build, finish_build, rebuild_revision
 from core.actions.competitors import set_competitor_status
 from core.actions.duels import (
@@ -33,6 +42,7 @@ from core.actions.submissions import reject_revision, requeue_build, requeue_smo
 __all__ = [
     "ActionError",
     "Claim",
+    "DataSave",
     "SubmissionError",
     "begin_reaper_round",
     "claim_build",
@@ -45,11 +55,15 @@ __all__ = [
     "fail_smoke_test",
     "finish_build",
     "finish_smoke_test",
+    "load_agent_data",
+    "load_playable_data",
     "mark_duels_rated",
     "mark_notifications_read",
+    "note_agent_data_problem",
     "notify",
     "rebuild_revision",
     "record_duel_result",
+    "record_duel_with_data",
     "record_matches_so_far",
     "reject_revision",
     "requeue_build",
@@ -59,7 +73,9 @@ __all__ = [
     "requeue_smoke_test",
     "resend_rating_triggers",
     "resend_stale_hints",
+    "reset_agent_data",
     "retry_failed_jobs",
+    "save_agent_data",
     "schedule_duel",
     "send_notification_email",
     "set_competitor_status",

@@ -18,7 +18,7 @@ from core.queue import enqueue_on_commit, trigger_rating_on_commit
 
 #: A result is accepted while the claim's generation is current: running, re-queued by the reaper while
 #: its worker was cut off, or even FAILED that way (nobody else played it since; its result is real).
-_ACCEPTS_RESULT = (Duel.State.QUEUED, Duel.State.RUNNING, Duel.State.FAILED)
+ACCEPTS_RESULT = (Duel.State.QUEUED, Duel.State.RUNNING, Duel.State.FAILED)
 _RESULTS = set(Duel.Result.values)
 _MATCH_RESULTS = set(Match.Result.values)
 
@@ -117,7 +117,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         raise ValueError(f"duel {claim.job_id}: bad result {duel_json.get('result')!r}")
     log_cap = settings.PLAYER_LOG_MAX_CHARS
     with transaction.atomic():
-        duel = lock_claimed(Duel, claim, states=_ACCEPTS_RESULT)
+        duel = lock_claimed(Duel, claim, states=ACCEPTS_RESULT)
         if duel is None:
             return False
         was_failed = duel.state == Duel.State.FAILED

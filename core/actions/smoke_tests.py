@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.actions.agent_data import wipe_for_playing_revision
 from core.actions.builds import fail_revision_on_our_side
 from core.actions.competitors import resume_after_new_revision
 from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed
@@ -34,9 +35,10 @@ def finish_smoke_test(
     claim: Claim, *, passed: bool, reason: str, duel_json: dict[str, Any] | None = None, log: str = ""
 ) -> bool:
     """Store a smoke test's verdict. Passed: the revision is ELIGIBLE and becomes its competitor's current
-    revision (if newer); public revisions are marked for publishing. Failed: TEST_FAILED with ``reason``
-    and ``log`` shown to the owner. ``False`` if the smoke test already had a verdict or ``claim`` lost
-    it to another worker (fencing)."""
+    revision (if newer; the competitor's data folder is emptied then if the revision has ``wipe_data``);
+    public revisions are marked for publishing. Failed: TEST_FAILED with ``reason`` and ``log`` shown to
+    the owner. ``False`` if the smoke test already had a verdict or ``claim`` lost it to another worker
+    (fencing)."""
     with transaction.atomic():
         smoke = lock_claimed(SmokeTest, claim)
         if smoke is None:
@@ -69,6 +71,7 @@ def finish_smoke_test(
             if current is None or Revision.objects.get(pk=current).version < revision.version:
                 competitor.current_revision = revision
                 competitor.save(update_fields=["current_revision"])
+                wipe_for_playing_revision(competitor, revision)  # if it asked for an empty data folder
                 resume_after_new_revision(competitor)
         else:
             revision.state = Revision.State.TEST_FAILED

@@ -20,6 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core import storage
+from core.actions.agent_data import wipe_for_playing_revision
 from core.actions.errors import ActionError, SubmissionError
 from core.actions.seasons import frozen_season
 from core.models import Build, Competitor, Environment, Revision, SmokeTest, User
@@ -87,12 +88,19 @@ def check_zip_directory(upload: BinaryIO) -> None:
 
 
 def submit_revision(
-    user: User, environment_slug: str, competitor_name: str, zip_file: ZipSource, is_public: bool = False
+    user: User,
+    environment_slug: str,
+    competitor_name: str,
+    zip_file: ZipSource,
+    is_public: bool = False,
+    *,
+    wipe_data: bool = False,
 ) -> Revision:
     """Store a new revision of ``user``'s competitor ``competitor_name`` (created on first upload) and
     queue its build. Versions are 1, 2, ... per competitor, without gaps or races: the competitor row is
-    locked while ``next_version`` is read and bumped. Raises ``SubmissionError`` and stores nothing for a
-    bad name, an unknown environment or an invalid zip."""
+    locked while ``next_version`` is read and bumped. ``wipe_data``: the competitor's data folder is
+    emptied when this revision starts playing. Raises ``SubmissionError`` and stores nothing for a bad
+    name, an unknown environment or an invalid zip."""
     try:
         NAME_VALIDATOR(competitor_name)
     except DjangoValidationError as exc:
@@ -130,6 +138,7 @@ def submit_revision(
                 zip_size=size,
                 content_hash=sha256,
                 is_public=is_public,
+                wipe_data=wipe_data,
                 publish_state=Revision.PublishState.PRIVATE,
             )
             build = Build.objects.create(revision=revision, enqueued_at=timezone.now())
@@ -175,7 +184,8 @@ def requeue_smoke_test(revision_id: int) -> SmokeTest:
 
 def reject_revision(revision_id: int, reason: str) -> Revision:
     """Refuse a revision (operator action): it stops playing; its competitor falls back to its newest other
-    ELIGIBLE revision, if any."""
+    ELIGIBLE revision, if any (whose data folder is emptied then if it has ``wipe_data``: the folder may
+    hold what the refused revision wrote)."""
     with transaction.atomic():
         revision = Revision.objects.select_for_update().get(pk=revision_id)
         revision.state = Revision.State.REJECTED
@@ -189,4 +199,6 @@ def reject_revision(revision_id: int, reason: str) -> Revision:
                 .first()
             )
             competitor.save(update_fields=["current_revision"])
+            if competitor.current_revision is not None:
+                wipe_for_playing_revision(competitor, competitor.current_revision)
     return revision

@@ -1,5 +1,6 @@
 """The platform's data model, one module per aggregate. Only ``core.actions`` changes states."""
 
+from core.models.agent_data import StoredAgentData
 from core.models.api_token import ApiToken
 from core.models.competitor import Competitor, Revision
 from core.models.duel import Duel, Match
@@ -36,6 +37,7 @@ __all__ = [
     "SeasonFinalist",
     "SeasonFinalsDuel",
     "SmokeTest",
+    "StoredAgentData",
     "Tournament",
     "TournamentParticipant",
     "User",

@@ -102,6 +102,9 @@ class Revision(models.Model):
     )
     error_message = models.TextField(blank=True, help_text="Why it failed, shown to the owner.")
     is_public = models.BooleanField(default=False)
+    wipe_data = models.BooleanField(
+        default=False, help_text="Start with an empty data folder when this revision starts playing."
+    )
     publish_state = models.CharField(
         max_length=10, choices=PublishState.choices, default=PublishState.PRIVATE
     )

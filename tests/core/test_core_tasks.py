@@ -51,6 +51,37 @@ def test_duel_between_minimax_and_random_is_played_and_recorded(eligible, enviro
     assert duel.player_1_wins > duel.player_2_wins
 
 
+def test_an_agent_reads_in_its_next_duel_what_it_wrote_in_its_data_folder(make_user, environments):
+    """End to end through the real sandbox: upload, build, smoke test (a scratch folder), two ladder duels
+    that each read the folder the last one saved; the opponent's folder never holds any of it."""
+    import io
+    import tarfile
+
+    from core_testlib import EXAMPLES, run_pipeline_inline, zip_player
+
+    from core.actions import load_agent_data, schedule_duel, submit_revision
+    from core.management.commands.load_example_players import zip_folder
+
+    def files(archive):
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            return {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}
+
+    agent = EXAMPLES.parent / "tests" / "run_duel" / "agents" / "data_agent"
+    keeper = run_pipeline_inline(submit_revision(make_user(), "tic-tac-toe", "keeper", zip_folder(agent)))
+    other = run_pipeline_inline(submit_revision(make_user(), "tic-tac-toe", "other", zip_player("random")))
+    assert keeper.state == other.state == "ELIGIBLE", keeper.error_message
+    assert load_agent_data(keeper.competitor_id) == (b"", 0)  # the smoke test's folder was scratch
+    for number in (1, 2):
+        duel = schedule_duel(keeper, other)
+        assert run_duel(duel.pk) == "recorded"
+        duel.refresh_from_db()
+        assert duel.player_1_errors == duel.other_errors == 0, duel.error_msg
+        assert f"started with {number - 1}" in duel.player_1_log
+        archive, generation = load_agent_data(keeper.competitor_id)
+        assert files(archive)["duels.txt"] == str(number).encode() and generation == number
+    assert load_agent_data(other.competitor_id)[0] == b""
+
+
 @pytest.mark.django_db(transaction=True)
 def test_result_is_saved_after_the_database_connection_is_lost(eligible, monkeypatch):
     """The first save hits a connection Postgres has just terminated; the task reconnects and retries."""

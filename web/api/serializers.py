@@ -131,6 +131,11 @@ class RevisionUploadSerializer(serializers.Serializer):
     competitor_name = serializers.CharField(max_length=64)
     file = serializers.FileField(help_text="The agent zip.")
     is_public = serializers.BooleanField(default=False, help_text="Publish the source.")
+    wipe_data = serializers.BooleanField(
+        default=False,
+        help_text="Start this revision with an empty data folder: the competitor's stored data is deleted "
+        "when it starts playing.",
+    )
 
     def validate_file(self, upload: Any) -> Any:
         """Size, zip signature and Python syntax, as on the upload page."""
@@ -431,6 +436,7 @@ class ApiRootSerializer(serializers.Serializer):
     token = serializers.URLField()
     environments = serializers.URLField()
     competitors = serializers.URLField()
+    competitor_data = serializers.CharField(help_text="A competitor's data folder (owner and staff).")
     revisions = serializers.URLField()
     duels = serializers.URLField()
     challenges = serializers.URLField()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from web.api import challenges, leaderboard, records, views
+from web.api import agent_data, challenges, leaderboard, records, views
 
 app_name = "api"
 
@@ -20,6 +20,12 @@ urlpatterns = [
     path("environments/<slug:slug>/records/", records.Records.as_view(), name="records"),
     path("competitors/", views.CompetitorList.as_view(), name="competitor-list"),
     path("competitors/<int:pk>/", views.CompetitorDetail.as_view(), name="competitor-detail"),
+    path("competitors/<int:pk>/data/", agent_data.StoredData.as_view(), name="competitor-data"),
+    path(
+        "competitors/<int:pk>/data/archive/",
+        agent_data.StoredDataArchive.as_view(),
+        name="competitor-data-archive",
+    ),
     path("revisions/", views.RevisionListCreate.as_view(), name="revision-list"),
     path("revisions/<int:pk>/", views.RevisionDetail.as_view(), name="revision-detail"),
     path("revisions/<int:pk>/logs/", views.RevisionLogs.as_view(), name="revision-logs"),

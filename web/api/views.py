@@ -64,6 +64,7 @@ class ApiRoot(APIView):
                 "records": template("records", "{slug}", "connect-four"),
                 "competitors": url("competitor-list"),
                 "competitor": template("competitor-detail", "{id}", 1),
+                "competitor_data": template("competitor-data", "{id}", 1),
                 "revisions": url("revision-list"),
                 "revision": template("revision-detail", "{id}", 1),
                 "revision_logs": template("revision-logs", "{id}", 1),
@@ -189,6 +190,7 @@ class RevisionListCreate(generics.ListAPIView):
                 data["competitor_name"],
                 data["file"],
                 is_public=data["is_public"],
+                wipe_data=data["wipe_data"],
             )
         except actions.SubmissionError as exc:
             return Response({"file": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)

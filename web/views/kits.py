@@ -83,8 +83,12 @@ def _environments() -> list[Environment]:
 
 @require_GET
 def guide(request: HttpRequest) -> HttpResponse:
-    """Writing an agent: the protocol, the limits, the errors, local tests, the CLI."""
+    """Writing an agent: the protocol, the limits, the data folder, the errors, local tests, the CLI."""
+    from core.actions.agent_data import data_cap_mb
+
     envs = _environments()
+    for env in envs:  # each game's data folder cap (AGENT_DATA_MB or its info.yml's data_mb)
+        env.data_mb = data_cap_mb(env.slug)
     example = next((e for e in envs if e.slug == "connect-four"), envs[0] if envs else None)
     context = {
         "environments": envs,
@@ -92,6 +96,7 @@ def guide(request: HttpRequest) -> HttpResponse:
         "game_rows": [{"env": e, **game_summary(e)} for e in envs],
         "limit_mb": submission_limit_mb(),
         "pause_after": getattr(settings, "PAUSE_AFTER_ERROR_DUELS", 3),
+        "data_mb": settings.AGENT_DATA_MB,
         "server": server_url(request),
         "client_url": request.build_absolute_uri(reverse("web:client-download")),
     }

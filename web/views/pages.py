@@ -174,7 +174,7 @@ def _history_rows(comp: Competitor, duels: list[Duel], rating: Rating | None) ->
 @require_GET
 def competitor(request: HttpRequest, pk: int) -> HttpResponse:
     """A competitor: revisions with their states and ratings (logs for owner and staff), the rating plot,
-    its duel history (filtered and paged), head to head."""
+    its duel history (filtered and paged), head to head, and for owner and staff its stored data."""
     comp = get_object_or_404(
         Competitor.objects.select_related("owner", "environment", "current_revision"), pk=pk
     )
@@ -223,6 +223,8 @@ def competitor(request: HttpRequest, pk: int) -> HttpResponse:
         ],
         "head_to_head": h2h[:HEAD_TO_HEAD_TOP],
         "head_to_head_total": len(h2h),
+        # The data folder: owner and staff only (so never in the page cached for anonymous visitors).
+        "stored_data": queries.stored_data(comp) if private else None,
     }
     return render(request, "web/competitor.html", context)
 

@@ -41,6 +41,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                     data["name"],
                     data["file"],
                     is_public=data["is_public"],
+                    wipe_data=data["wipe_data"],
                 )
             except actions.SubmissionError as exc:
                 form.add_error("file", _sentence(str(exc)))
