@@ -668,10 +668,21 @@ def _kill_live_agents() -> None:
             proc.kill()
 
 
-def _container_data_root(pid: int) -> str:
-    """The data tmpfs of the container whose process ``pid`` (as this process sees it) is."""
+def _container_data_root(pid: int, container_id: str = "") -> str:
+    """The data tmpfs of the container whose process ``pid`` (as this process sees it) is; with
+    ``container_id``, ``pid`` is the engine's (``State.Pid``, a host pid), checked to be that container's
+    here (a referee in another pid namespace would find some other process under that number)."""
+    if pid and container_id:
+        try:
+            visible = container_id in Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            visible = False
+        pid = pid if visible else 0
     if not pid:
-        raise SandboxError("the agent container's process is not visible here: no data folder")
+        raise SandboxError(
+            "the agent container's processes are not visible here, so its data folder cannot be filled: "
+            "run the worker in the host's pid namespace with CAP_SYS_PTRACE (as docker-compose.yml does)"
+        )
     return f"/proc/{pid}/root{DATA_DIR_IN_SANDBOX}"
 
 
@@ -893,7 +904,8 @@ class DockerSandbox(Sandbox):
                     raise ImageUnavailable(f"agent image {spec.agent} vanished from the engine") from exc
             self._api.start(container_id)
             if fill:
-                data_root = _container_data_root(self._api.inspect_container(container_id)["State"]["Pid"])
+                pid = self._api.inspect_container(container_id)["State"]["Pid"]
+                data_root = _container_data_root(pid, container_id)
                 _fill_container_data(spec, data_root)
                 os.rename(bound, path)
             conn = self._accept(listener, container_id)

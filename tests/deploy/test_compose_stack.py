@@ -197,6 +197,64 @@ def test_live_games_run_on_the_live_service(stack: Stack) -> None:
     assert any(container.startswith(host) for container in live_ids), (seen, live_ids)
 
 
+#: Gives the random Tic-tac-toe agent a data folder holding one file and queues a duel against minimax;
+#: prints the duel's id and the competitor's.
+START_DATA_DUEL = """
+import io, tarfile
+from core.actions import schedule_duel
+from core.models import Competitor, StoredAgentData
+comps = Competitor.objects.filter(environment__slug="tic-tac-toe")
+keeper = comps.get(name__icontains="random")
+other = comps.get(name__icontains="minimax")
+buffer = io.BytesIO()
+with tarfile.open(fileobj=buffer, mode="w") as tar:
+    info = tarfile.TarInfo("memory/notes.txt")
+    info.size = 9
+    tar.addfile(info, io.BytesIO(b"kept well"))
+StoredAgentData.objects.update_or_create(
+    competitor=keeper, defaults={"archive": buffer.getvalue(), "size_bytes": 9, "files": 1, "generation": 7}
+)
+duel = schedule_duel(keeper.current_revision, other.current_revision)
+print(duel.pk, keeper.pk)
+"""
+SHOW_DATA_DUEL = """
+import io, json, tarfile
+from core.models import Duel, StoredAgentData
+duel = Duel.objects.get(pk={duel})
+row = StoredAgentData.objects.get(competitor_id={keeper})
+with tarfile.open(fileobj=io.BytesIO(bytes(row.archive))) as tar:
+    files = {{m.name: tar.extractfile(m).read().decode() for m in tar if m.isreg()}}
+print(json.dumps({{"state": duel.state, "errors": duel.other_errors, "files": files,
+                  "by": row.updated_by_duel_id, "generation": row.generation, "problem": row.last_problem}}))
+"""
+
+
+def test_a_duel_on_the_compose_worker_fills_and_reads_back_the_data_folders(stack: Stack) -> None:
+    """The worker container reaches its agents' data folders (a tmpfs of each agent's container, through
+    /proc/<pid>/root: root with CAP_SYS_PTRACE and the host's pids)."""
+    started = stack.web("python", "manage.py", "shell", "-v", "0", "-c", START_DATA_DUEL)
+    assert started.returncode == 0, started.stderr[-3000:]
+    duel, keeper = (int(x) for x in started.stdout.split()[-2:])
+    deadline = time.monotonic() + 180
+    seen: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        shown = stack.web(
+            "python", "manage.py", "shell", "-v", "0", "-c", SHOW_DATA_DUEL.format(duel=duel, keeper=keeper)
+        )
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        seen = json.loads(shown.stdout.splitlines()[-1])
+        if seen["state"] == "FINISHED":
+            break
+        time.sleep(2)
+    assert seen["state"] == "FINISHED" and seen["errors"] == 0, (
+        seen,
+        stack.compose("logs", "--tail", "60", "worker").stdout[-6000:],
+    )
+    # Filled before the agent started, read back after the duel and saved by it: the file is still there.
+    assert seen["files"] == {"memory/notes.txt": "kept well"}, seen
+    assert (seen["by"], seen["generation"], seen["problem"]) == (duel, 8, ""), seen
+
+
 def test_workers_scale_out(stack: Stack) -> None:
     up = stack.compose("up", "-d", "--wait", "--wait-timeout", "300", "--scale", "worker=2", timeout=400)
     assert up.returncode == 0, up.stderr[-3000:]
