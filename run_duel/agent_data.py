@@ -61,6 +61,26 @@ class AgentData:
     problem: str = ""
 
 
+def archive_of(files: dict[str, bytes]) -> bytes:
+    """A data archive holding ``files`` (path -> content; folders are implied), as the referee writes
+    one; ``archive_of({})`` is a valid tar of an empty folder."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:", format=tarfile.PAX_FORMAT) as tar:
+        for name, content in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def files_of(archive: bytes) -> dict[str, bytes]:
+    """The regular files of a data archive (path -> content); ``{}`` for ``b""``."""
+    if not archive:
+        return {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}  # type: ignore[union-attr]
+
+
 def _check_name(name: str) -> list[str]:
     parts = name.split("/")
     if name.startswith("/") or not name or any(p in ("", ".", "..") for p in parts):

@@ -21,7 +21,6 @@ saves several competitors' folders takes them in competitor-id order: no deadloc
 
 from __future__ import annotations
 
-import io
 import logging
 import tarfile
 from dataclasses import dataclass
@@ -74,18 +73,16 @@ def data_cap_mb(environment_slug: str) -> int:
 
 def count_files(archive: bytes) -> int:
     """Regular files in a data archive (folders not counted); 0 for ``b""``."""
-    if not archive:
-        return 0
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-        return sum(1 for member in tar if member.isreg())
+    from run_duel.agent_data import files_of
+
+    return len(files_of(archive))
 
 
 def empty_archive() -> bytes:
     """A valid tar of an empty folder (what a download of an empty folder gets)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:", format=tarfile.PAX_FORMAT):
-        pass
-    return buffer.getvalue()
+    from run_duel.agent_data import archive_of
+
+    return archive_of({})
 
 
 def load_agent_data(competitor_id: int) -> tuple[bytes, int]:

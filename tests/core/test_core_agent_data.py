@@ -5,8 +5,6 @@ stand-in that fills the folders the way the referee does; the end-to-end test is
 from __future__ import annotations
 
 import base64
-import io
-import tarfile
 from collections.abc import Callable
 from typing import Any
 
@@ -34,30 +32,12 @@ from core.actions.submissions import reject_revision
 from core.jobs import spool
 from core.jobs.runner import flush_spool
 from core.models import Competitor, Duel, Match, Revision, SmokeTest, StoredAgentData
+from run_duel.agent_data import archive_of, files_of
 
 pytestmark = pytest.mark.django_db
 #: Tests that run a task through the job runner commit like in production (its heartbeat thread has its own
 #: connection, which must not wait on the test's transaction).
 RUNS_TASKS = pytest.mark.django_db(transaction=True)
-
-
-def tar_of(files: dict[str, bytes]) -> bytes:
-    """An uncompressed tar holding ``files`` (name -> content)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:", format=tarfile.PAX_FORMAT) as tar:
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
-
-
-def files_in(archive: bytes) -> dict[str, bytes]:
-    """The regular files of a tar."""
-    if not archive:
-        return {}
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}  # type: ignore[union-attr]
 
 
 def claimed_duel(duel: Duel, worker: str = "w1") -> Claim:
@@ -90,7 +70,7 @@ def test_a_competitor_without_data_starts_empty_at_generation_zero(pair: tuple[R
 def test_a_save_stores_the_folder_and_bumps_the_generation(duel: Duel) -> None:
     competitor = duel.revision_1.competitor_id
     claim = claimed_duel(duel)
-    archive = tar_of({"stats.json": b'{"wins": 3}', "book/openings.txt": b"e4 e5\n"})
+    archive = archive_of({"stats.json": b'{"wins": 3}', "book/openings.txt": b"e4 e5\n"})
     assert save_agent_data(claim, competitor, 0, archive, duel.pk)
     assert load_agent_data(competitor) == (archive, 1)
     row = stored(competitor)
@@ -103,7 +83,7 @@ def test_a_reset_between_load_and_save_makes_the_save_lose(duel: Duel) -> None:
     claim = claimed_duel(duel)
     _archive, generation = load_agent_data(competitor)  # what the duel read before playing
     reset_agent_data(competitor)  # the owner resets while it plays
-    assert not save_agent_data(claim, competitor, generation, tar_of({"old.txt": b"stale"}), duel.pk)
+    assert not save_agent_data(claim, competitor, generation, archive_of({"old.txt": b"stale"}), duel.pk)
     assert load_agent_data(competitor) == (b"", 1)
     row = stored(competitor)
     assert "reset or saved by another duel" in row.last_problem and row.last_problem_at is not None
@@ -114,10 +94,10 @@ def test_of_two_overlapping_duels_the_first_save_wins(pair: tuple[Revision, Revi
     first, second = schedule_duel(*pair), schedule_duel(*pair)
     claim_1, claim_2 = claimed_duel(first), claimed_duel(second)
     generation = load_agent_data(competitor)[1]  # both read generation 0 before playing
-    assert save_agent_data(claim_1, competitor, generation, tar_of({"a": b"first"}), first.pk)
-    assert not save_agent_data(claim_2, competitor, generation, tar_of({"a": b"second"}), second.pk)
+    assert save_agent_data(claim_1, competitor, generation, archive_of({"a": b"first"}), first.pk)
+    assert not save_agent_data(claim_2, competitor, generation, archive_of({"a": b"second"}), second.pk)
     archive, generation = load_agent_data(competitor)
-    assert (files_in(archive), generation) == ({"a": b"first"}, 1)
+    assert (files_of(archive), generation) == ({"a": b"first"}, 1)
     assert f"duel {second.pk}" in stored(competitor).last_problem
 
 
@@ -126,16 +106,16 @@ def test_a_stale_claim_cannot_save(duel: Duel) -> None:
     stale = claimed_duel(duel, "cut-off")
     Duel.objects.filter(pk=duel.pk).update(lease_expires_at=db_in(-1))
     live = claimed_duel(duel, "live")
-    assert not save_agent_data(stale, competitor, 0, tar_of({"x": b"late"}), duel.pk)
+    assert not save_agent_data(stale, competitor, 0, archive_of({"x": b"late"}), duel.pk)
     assert load_agent_data(competitor) == (b"", 0)
     assert not StoredAgentData.objects.filter(competitor_id=competitor).exists()  # nothing noted either
-    assert save_agent_data(live, competitor, 0, tar_of({"x": b"live"}), duel.pk)
+    assert save_agent_data(live, competitor, 0, archive_of({"x": b"live"}), duel.pk)
 
 
 def test_a_finished_duel_cannot_save_any_more(duel: Duel) -> None:
     claim = claimed_duel(duel)
     assert record_duel_with_data(claim, duel_json(), [])
-    assert not save_agent_data(claim, duel.revision_1.competitor_id, 0, tar_of({"x": b"1"}), duel.pk)
+    assert not save_agent_data(claim, duel.revision_1.competitor_id, 0, archive_of({"x": b"1"}), duel.pk)
 
 
 def test_an_archive_over_the_cap_is_refused(duel: Duel, settings: Any) -> None:
@@ -143,10 +123,10 @@ def test_an_archive_over_the_cap_is_refused(duel: Duel, settings: Any) -> None:
     competitor = duel.revision_1.competitor_id
     claim = claimed_duel(duel)
     assert data_cap_mb("tic-tac-toe") == 1
-    assert not save_agent_data(claim, competitor, 0, tar_of({"big.bin": b"\0" * (MB + 1)}), duel.pk)
+    assert not save_agent_data(claim, competitor, 0, archive_of({"big.bin": b"\0" * (MB + 1)}), duel.pk)
     assert load_agent_data(competitor) == (b"", 0)
     assert "refused" in stored(competitor).last_problem and "MB" in stored(competitor).last_problem
-    assert save_agent_data(claim, competitor, 0, tar_of({"fits.bin": b"\0" * MB}), duel.pk)
+    assert save_agent_data(claim, competitor, 0, archive_of({"fits.bin": b"\0" * MB}), duel.pk)
 
 
 def test_a_stored_folder_over_todays_cap_starts_empty_and_is_replaced_by_the_next_save(
@@ -154,12 +134,12 @@ def test_a_stored_folder_over_todays_cap_starts_empty_and_is_replaced_by_the_nex
 ) -> None:
     competitor = duel.revision_1.competitor_id
     claim = claimed_duel(duel)
-    assert save_agent_data(claim, competitor, 0, tar_of({"big.bin": b"\0" * (2 * MB)}), duel.pk)
+    assert save_agent_data(claim, competitor, 0, archive_of({"big.bin": b"\0" * (2 * MB)}), duel.pk)
     settings.AGENT_DATA_MB = 1  # the operator lowered the cap since
     assert load_playable_data(competitor, "tic-tac-toe") == (b"", 1)
     assert "no longer fits" in stored(competitor).last_problem
-    assert save_agent_data(claim, competitor, 1, tar_of({"small": b"1"}), duel.pk)
-    assert load_playable_data(competitor, "tic-tac-toe") == (tar_of({"small": b"1"}), 2)
+    assert save_agent_data(claim, competitor, 1, archive_of({"small": b"1"}), duel.pk)
+    assert load_playable_data(competitor, "tic-tac-toe") == (archive_of({"small": b"1"}), 2)
 
 
 def test_a_malformed_archive_is_refused(duel: Duel) -> None:
@@ -171,7 +151,7 @@ def test_a_malformed_archive_is_refused(duel: Duel) -> None:
 
 def test_a_noted_problem_keeps_the_content_and_a_reset_clears_it(duel: Duel) -> None:
     competitor = duel.revision_1.competitor_id
-    assert save_agent_data(claimed_duel(duel), competitor, 0, tar_of({"k": b"v"}), duel.pk)
+    assert save_agent_data(claimed_duel(duel), competitor, 0, archive_of({"k": b"v"}), duel.pk)
     note_agent_data_problem(competitor, "duel 9: your agent was not running at the end of the duel")
     assert load_agent_data(competitor)[1] == 1 and stored(competitor).last_problem.startswith("duel 9")
     reset_agent_data(competitor)
@@ -185,11 +165,11 @@ def test_the_result_and_the_folders_are_stored_together(duel: Duel) -> None:
     claim = claimed_duel(duel)
     saves = [
         DataSave(c2, 0, None, "your agent was not running at the end of the duel"),
-        DataSave(c1, 0, tar_of({"n": b"1"})),
+        DataSave(c1, 0, archive_of({"n": b"1"})),
     ]
     assert record_duel_with_data(claim, duel_json(n=2), saves)
     assert Duel.objects.get(pk=duel.pk).state == "FINISHED"
-    assert files_in(load_agent_data(c1)[0]) == {"n": b"1"}
+    assert files_of(load_agent_data(c1)[0]) == {"n": b"1"}
     assert load_agent_data(c2) == (b"", 0)
     assert stored(c2).last_problem == f"duel {duel.pk}: your agent was not running at the end of the duel"
     assert not record_duel_with_data(claim, duel_json(n=2), saves)  # once only
@@ -201,7 +181,7 @@ def test_a_result_that_cannot_be_stored_saves_no_folder(duel: Duel) -> None:
     claim = claimed_duel(duel)
     with pytest.raises(ValueError, match="bad result"):
         record_duel_with_data(
-            claim, duel_json(result="NOBODY"), [DataSave(competitor, 0, tar_of({"a": b"1"}))]
+            claim, duel_json(result="NOBODY"), [DataSave(competitor, 0, archive_of({"a": b"1"}))]
         )
     assert load_agent_data(competitor) == (b"", 0)
     assert Duel.objects.get(pk=duel.pk).state == "RUNNING"
@@ -212,7 +192,7 @@ def test_a_stale_claim_stores_neither_result_nor_folder(duel: Duel) -> None:
     stale = claimed_duel(duel, "cut-off")
     Duel.objects.filter(pk=duel.pk).update(lease_expires_at=db_in(-1))
     claimed_duel(duel, "live")
-    saves = [DataSave(competitor, 0, tar_of({"a": b"1"})), DataSave(competitor, 0, None, "crashed")]
+    saves = [DataSave(competitor, 0, archive_of({"a": b"1"})), DataSave(competitor, 0, None, "crashed")]
     assert not record_duel_with_data(stale, duel_json(), saves)
     assert not StoredAgentData.objects.filter(competitor_id=competitor).exists()
     assert not Match.objects.filter(duel=duel).exists()
@@ -233,7 +213,7 @@ def _with_data(duel: Duel, competitor_id: int) -> None:
     played = schedule_duel(duel.revision_1, duel.revision_2)
     generation = load_agent_data(competitor_id)[1]
     assert save_agent_data(
-        claimed_duel(played), competitor_id, generation, tar_of({"memory": b"old"}), played.pk
+        claimed_duel(played), competitor_id, generation, archive_of({"memory": b"old"}), played.pk
     )
 
 
@@ -249,7 +229,7 @@ def test_a_revision_with_wipe_data_empties_the_folder_when_it_starts_playing(
     keeps = make_revision(state="BUILT", competitor=competitor)
     _pass_smoke_test(keeps)
     assert Competitor.objects.get(pk=competitor.pk).current_revision_id == keeps.pk
-    assert files_in(load_agent_data(competitor.pk)[0]) == {"memory": b"old"}  # no wipe asked: carries on
+    assert files_of(load_agent_data(competitor.pk)[0]) == {"memory": b"old"}  # no wipe asked: carries on
 
     wipes = make_revision(state="BUILT", competitor=competitor, wipe_data=True)
     _pass_smoke_test(wipes)
@@ -257,7 +237,7 @@ def test_a_revision_with_wipe_data_empties_the_folder_when_it_starts_playing(
     assert load_agent_data(competitor.pk) == (b"", generation + 1)
     # The old revision's duel ends after the wipe: what it left is not written back.
     assert not save_agent_data(
-        running_claim, competitor.pk, generation, tar_of({"memory": b"v1"}), running.pk
+        running_claim, competitor.pk, generation, archive_of({"memory": b"v1"}), running.pk
     )
     assert load_agent_data(competitor.pk)[0] == b""
 
@@ -280,7 +260,7 @@ def test_an_older_revision_that_never_plays_does_not_wipe(
     _pass_smoke_test(newer)
     _pass_smoke_test(older_wiping)  # eligible, but not newer than the playing revision
     assert Competitor.objects.get(pk=competitor.pk).current_revision_id == newer.pk
-    assert files_in(load_agent_data(competitor.pk)[0]) == {"memory": b"old"}
+    assert files_of(load_agent_data(competitor.pk)[0]) == {"memory": b"old"}
 
 
 def test_falling_back_to_a_revision_with_wipe_data_empties_the_folder(
@@ -350,15 +330,18 @@ def test_a_duel_starts_from_the_stored_folders_and_saves_what_the_agents_left(
 
     c1, c2 = duel.revision_1.competitor_id, duel.revision_2.competitor_id
     earlier = schedule_duel(duel.revision_1, duel.revision_2)
-    assert save_agent_data(claimed_duel(earlier), c1, 0, tar_of({"games": b"1"}), earlier.pk)
-    fake_play["leave"] = {1: tar_of({"games": b"2"}), 2: "your agent was not running at the end of the duel"}
+    assert save_agent_data(claimed_duel(earlier), c1, 0, archive_of({"games": b"1"}), earlier.pk)
+    fake_play["leave"] = {
+        1: archive_of({"games": b"2"}),
+        2: "your agent was not running at the end of the duel",
+    }
 
     assert run_duel(duel.pk) == "recorded"
     spec_1, spec_2 = fake_play["specs"]
     assert spec_1.limits.data_mb == spec_2.limits.data_mb == settings.AGENT_DATA_MB
-    assert files_in(spec_1.data.archive) == {"games": b"1"} and spec_2.data.archive == b""
+    assert files_of(spec_1.data.archive) == {"games": b"1"} and spec_2.data.archive == b""
     assert spec_1.data.save and spec_2.data.save
-    assert files_in(load_agent_data(c1)[0]) == {"games": b"2"}
+    assert files_of(load_agent_data(c1)[0]) == {"games": b"2"}
     assert stored(c1).updated_by_duel_id == duel.pk
     assert load_agent_data(c2) == (b"", 0) and "not running" in stored(c2).last_problem
 
@@ -373,13 +356,13 @@ def test_in_self_play_only_seat_one_saves(
     new = make_revision(competitor=old.competitor)
     duel = schedule_duel(new, old)
     note = schedule_duel(new, old)
-    assert save_agent_data(claimed_duel(note), old.competitor_id, 0, tar_of({"m": b"0"}), note.pk)
-    fake_play["leave"] = {1: tar_of({"m": b"seat 1"}), 2: tar_of({"m": b"seat 2"})}
+    assert save_agent_data(claimed_duel(note), old.competitor_id, 0, archive_of({"m": b"0"}), note.pk)
+    fake_play["leave"] = {1: archive_of({"m": b"seat 1"}), 2: archive_of({"m": b"seat 2"})}
     assert run_duel(duel.pk) == "recorded"
     spec_1, spec_2 = fake_play["specs"]
-    assert spec_1.data.archive == spec_2.data.archive and files_in(spec_1.data.archive) == {"m": b"0"}
+    assert spec_1.data.archive == spec_2.data.archive and files_of(spec_1.data.archive) == {"m": b"0"}
     assert (spec_1.data.save, spec_2.data.save) == (True, False)
-    assert files_in(load_agent_data(old.competitor_id)[0]) == {"m": b"seat 1"}
+    assert files_of(load_agent_data(old.competitor_id)[0]) == {"m": b"seat 1"}
 
 
 @RUNS_TASKS
@@ -396,7 +379,7 @@ def test_no_folder_when_data_folders_are_off(duel: Duel, fake_play: dict[str, An
 def test_a_duel_lost_to_our_side_saves_nothing(duel: Duel, fake_play: dict[str, Any]) -> None:
     from duel_runner.tasks import run_duel
 
-    fake_play["leave"] = {1: tar_of({"x": b"1"}), 2: tar_of({"y": b"2"})}
+    fake_play["leave"] = {1: archive_of({"x": b"1"}), 2: archive_of({"y": b"2"})}
     fake_play["result"] = {**duel_json(n=0), "result": "ERROR", "error_msg": "the engine went away"}
     assert run_duel(duel.pk) == "infrastructure error"
     assert Duel.objects.get(pk=duel.pk).state == "QUEUED"
@@ -412,7 +395,7 @@ def test_a_spooled_outcome_saves_its_folders_when_it_is_recorded(duel: Duel) -> 
         {
             "competitor_id": competitor,
             "generation": 0,
-            "archive": base64.b64encode(tar_of({"kept": b"yes"})).decode(),
+            "archive": base64.b64encode(archive_of({"kept": b"yes"})).decode(),
             "problem": "",
         }
     ]
@@ -420,7 +403,7 @@ def test_a_spooled_outcome_saves_its_folders_when_it_is_recorded(duel: Duel) -> 
     assert flush_spool() == 1
     assert Duel.objects.get(pk=duel.pk).state == "FINISHED"
     assert Match.objects.filter(duel=duel).count() == 3
-    assert files_in(load_agent_data(competitor)[0]) == {"kept": b"yes"}
+    assert files_of(load_agent_data(competitor)[0]) == {"kept": b"yes"}
 
 
 @RUNS_TASKS
@@ -451,10 +434,10 @@ def test_live_play_gets_a_copy_of_the_folder_never_saved(duel: Duel, settings: A
     from duel_runner.live_play import _data, _limits
 
     competitor = duel.revision_1.competitor_id
-    assert save_agent_data(claimed_duel(duel), competitor, 0, tar_of({"m": b"1"}), duel.pk)
+    assert save_agent_data(claimed_duel(duel), competitor, 0, archive_of({"m": b"1"}), duel.pk)
     limits = _limits("tic-tac-toe")
     assert limits.data_mb == settings.AGENT_DATA_MB
     data = _data(competitor, "tic-tac-toe", limits)
-    assert files_in(data.archive) == {"m": b"1"} and not data.save
+    assert files_of(data.archive) == {"m": b"1"} and not data.save
     settings.AGENT_DATA_MB = 0
     assert _data(competitor, "tic-tac-toe", _limits("tic-tac-toe")) is None

@@ -8,9 +8,7 @@ looking through every writable file system and process root it can see, finds on
 
 from __future__ import annotations
 
-import io
 import shutil
-import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -19,17 +17,12 @@ from pathlib import Path
 import pytest
 from dockertest_support import REPO, containers_with_label
 
-from run_duel.agent_data import MB, AgentData, check_archive
+from run_duel.agent_data import MB, AgentData, archive_of, check_archive, files_of
 from run_duel.api import LaunchSpec, Limits, play_duel
 
 pytestmark = pytest.mark.docker
 
 DATA_AGENT = REPO / "tests" / "run_duel" / "agents" / "data_agent"
-
-
-def members(archive: bytes) -> dict[str, bytes | None]:
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        return {m.name: (tar.extractfile(m).read() if m.isreg() else None) for m in tar}
 
 
 @pytest.fixture(params=[False, True], ids=["fresh", "warm"])
@@ -93,7 +86,7 @@ def test_what_an_agent_writes_in_one_duel_it_reads_in_the_next(sandbox, data_ima
         result = duel(sandbox, data_image, data, label, secret="kept")
         assert result["player_1_errors"] == result["other_errors"] == 0, result["error_msg"]
         assert f"started with {number}" in result["player_1_log"]
-        assert members(data.saved)["duels.txt"] == str(number + 1).encode()
+        assert files_of(data.saved)["duels.txt"] == str(number + 1).encode()
         data = AgentData(archive=data.saved)
     # A duel given an empty folder starts empty, on a warm container that held the folder above too.
     result = duel(sandbox, data_image, AgentData(), label)
@@ -114,7 +107,7 @@ def test_the_cap_is_the_kernels(sandbox, data_image: str) -> None:
 def test_links_and_special_files_never_leave_the_container(sandbox, data_image: str) -> None:
     data = AgentData()
     duel(sandbox, data_image, data, f"data-{uuid.uuid4().hex[:8]}", mode="hostile")
-    assert members(data.saved) == {"kept.txt": b"kept"}
+    assert files_of(data.saved) == {"kept.txt": b"kept"}
     assert "passwd-link" in data.problem and "pipe" in data.problem
 
 
@@ -123,11 +116,6 @@ def test_an_opponent_never_reads_the_data_folder(sandbox, data_image: str) -> No
     label = f"data-{uuid.uuid4().hex[:8]}"
     data = AgentData()
     duel(sandbox, data_image, data, label, secret=secret)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo("mine.txt")
-        info.size = len(secret)
-        tar.addfile(info, io.BytesIO(secret.encode()))
     result = duel(
         sandbox,
         data_image,
@@ -135,7 +123,7 @@ def test_an_opponent_never_reads_the_data_folder(sandbox, data_image: str) -> No
         label,
         secret=secret,
         opponent_env={"ARENA_DATA_MODE": "snoop", "ARENA_DATA_SECRET": secret},
-        opponent_data=AgentData(archive=buffer.getvalue(), save=False),
+        opponent_data=AgentData(archive=archive_of({"mine.txt": secret.encode()}), save=False),
     )
     assert result["player_2_errors"] == 0, result["error_msg"]
     found = [line.split()[1] for line in result["player_2_log"].splitlines() if line.startswith("FOUND")]

@@ -24,6 +24,7 @@ from run_duel.agent_data import (
     MB,
     AgentData,
     DataError,
+    archive_of,
     check_archive,
     fill_folder,
     read_folder,
@@ -142,7 +143,7 @@ def test_an_opponent_never_reads_the_data_folder() -> None:
         assert secret.encode() in members(data.saved)["notes/secret.txt"]
         # Seat 1 starts with the secret in its folder; seat 2 looks for it everywhere it can while both run.
         # It holds the secret in its own folder too (mine.txt): it must find that one, and only that one.
-        snooper = AgentData(archive=tar_of(("mine.txt", secret.encode(), tarfile.REGTYPE)))
+        snooper = AgentData(archive=archive_of({"mine.txt": secret.encode()}))
         result = duel(
             sandbox,
             AgentData(archive=data.saved),

@@ -4,9 +4,6 @@ look), invisible to everyone else and never in the page cached for anonymous vis
 
 from __future__ import annotations
 
-import io
-import tarfile
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -17,26 +14,12 @@ from rest_framework.test import APIClient
 from core.actions.api_tokens import create_api_token
 from core.management.commands.load_example_players import EXAMPLES_DIR, zip_folder
 from core.models import Competitor, Revision, StoredAgentData
+from run_duel.agent_data import archive_of, files_of
 from tests.web import factories
 
 pytestmark = pytest.mark.django_db
 
 SECRET = b"opponent 7 always opens in the centre"
-
-
-def tar_of(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:", format=tarfile.PAX_FORMAT) as tar:
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
-
-
-def files_in(archive: bytes) -> dict[str, bytes]:
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}  # type: ignore[union-attr]
 
 
 @pytest.fixture
@@ -47,7 +30,7 @@ def comp(alice, env) -> Competitor:
     duel = factories.duel(mine, other, num_matches=2)
     StoredAgentData.objects.create(
         competitor=mine,
-        archive=tar_of({"notes/openings.txt": SECRET, "stats.json": b"{}"}),
+        archive=archive_of({"notes/openings.txt": SECRET, "stats.json": b"{}"}),
         size_bytes=len(SECRET) + 2,
         files=2,
         generation=3,
@@ -133,7 +116,7 @@ def test_the_owner_and_staff_download_the_folder_as_a_tar(comp, alice, staff, wh
     assert response["Content-Type"] == "application/x-tar"
     assert response["Content-Disposition"] == 'attachment; filename="memory-bot-data.tar"'
     assert "no-store" in response["Cache-Control"]
-    assert files_in(response.content) == {"notes/openings.txt": SECRET, "stats.json": b"{}"}
+    assert files_of(response.content) == {"notes/openings.txt": SECRET, "stats.json": b"{}"}
 
 
 @pytest.mark.parametrize("who", ["anonymous", "bob"])
@@ -146,7 +129,7 @@ def test_nobody_else_can_download_the_folder(comp, bob, who):
 def test_an_empty_folder_downloads_as_a_valid_empty_tar(alice, env):
     fresh = factories.competitor(alice, env, "fresh")
     response = _client(alice).get(reverse("web:agent-data-download", args=[fresh.pk]))
-    assert response.status_code == 200 and files_in(response.content) == {}
+    assert response.status_code == 200 and files_of(response.content) == {}
 
 
 # --- reset -----------------------------------------------------------------------------------------------
@@ -246,7 +229,7 @@ def test_the_owner_reads_the_summary_and_the_archive_with_a_token(comp, alice):
     for accept in ("*/*", "application/x-tar"):
         archive = api.get(data["archive_url"], HTTP_ACCEPT=accept)
         assert archive.status_code == 200 and archive["Content-Type"] == "application/x-tar"
-        assert files_in(archive.content)["notes/openings.txt"] == SECRET
+        assert files_of(archive.content)["notes/openings.txt"] == SECRET
 
 
 def test_staff_read_but_cannot_reset_through_the_api(comp, staff):
@@ -273,7 +256,7 @@ def test_the_owner_resets_the_folder_with_delete(comp, alice):
     assert response.status_code == 200, response.content
     data = response.json()
     assert (data["files"], data["size_bytes"], data["generation"], data["updated_by_duel"]) == (0, 0, 4, None)
-    assert files_in(api.get(data["archive_url"]).content) == {}
+    assert files_of(api.get(data["archive_url"]).content) == {}
 
 
 def test_the_api_lists_the_data_endpoint_and_the_docs_describe_it(client, db):
