@@ -47,7 +47,7 @@ import time
 import uuid
 from pathlib import Path
 
-from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, fill_folder
+from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, check_archive, fill_folder
 from run_duel.channel import Channel
 from run_duel.sandbox import cgroups, seccomp
 from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
@@ -342,7 +342,8 @@ class LocalAgentProcess(AgentProcess):
         self._drained = False
         self._harness_pid: int | None = None
         self.via_bwrap = via_bwrap
-        self._data_root: str | None = None
+        self._data_root: str | None = None  # unisolated: a host folder
+        self._bwrap_data: _BwrapDataFolder | None = None
 
     def _reap(self, block: bool) -> ExitInfo | None:
         if self._exit is not None:
@@ -466,7 +467,15 @@ class LocalAgentProcess(AgentProcess):
         return self._harness_pid
 
     def data_root(self) -> str | None:
-        """The data folder: bubblewrap's tmpfs through the sandbox's mount namespace, else a host folder."""
+        """The data folder: bubblewrap's tmpfs through the sandbox's mount namespace, else a host folder;
+        ``None`` once the sandbox is gone."""
+        if self._bwrap_data is not None:
+            if self._dead:
+                return None
+            try:
+                return self._bwrap_data.root()
+            except (OSError, ValueError, SandboxError):
+                return None
         return self._data_root
 
     def cpu_usage(self) -> cgroups.CpuUsage | None:
@@ -500,6 +509,8 @@ class LocalAgentProcess(AgentProcess):
             self._cgroup.kill_all()
             self._cgroup.remove()
         self.channel.close()
+        if self._bwrap_data is not None:
+            self._bwrap_data.close()
         self._stderr.drain(STDERR_DRAIN_S)  # the last words of the process, if nothing else holds the pipe
         self._stderr.stop()
         if self.workdir is not None:
@@ -579,11 +590,11 @@ class LocalSandbox(Sandbox):
         agent_dir: str,
         limits: Limits,
         seccomp_fd: int | None = None,
-        data_fds: tuple[int, int] | None = None,
+        data_fds: tuple[int, int | None] | None = None,
     ) -> list[str]:
         """The bubblewrap command line. ``data_fds`` (info, block): the sandbox gets its data folder, a
-        tmpfs of ``limits.data_mb``, and waits before running the harness until the block descriptor is
-        written (``_fill_bwrap_data``)."""
+        tmpfs of ``limits.data_mb``, says where its first process is on the info descriptor and, with a
+        block descriptor, waits before running the harness until it is written (``_BwrapDataFolder``)."""
         cmd = [self.bwrap or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
         if _bwrap_supports(cmd[0], "--disable-userns"):
             cmd += ["--disable-userns"]  # no nested user namespaces: no caps, no chroot, no mounts inside
@@ -609,7 +620,9 @@ class LocalSandbox(Sandbox):
         cmd += ["--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108
         if data_fds is not None:
             cmd += ["--perms", "0700", "--size", str(limits.data_mb * MB), "--tmpfs", DATA_DIR_IN_SANDBOX]
-            cmd += ["--info-fd", str(data_fds[0]), "--block-fd", str(data_fds[1])]
+            cmd += ["--info-fd", str(data_fds[0])]
+            if data_fds[1] is not None:
+                cmd += ["--block-fd", str(data_fds[1])]
         if seccomp_fd is not None:
             cmd += ["--seccomp", str(seccomp_fd)]  # Docker's default refusals (sandbox/seccomp.py)
         cmd += ["--remount-ro", "/", "--chdir", "/agent", "--"]
@@ -679,7 +692,7 @@ class LocalSandbox(Sandbox):
         cgroup = _SeatCgroup.create(limits) if self.use_cgroup else None
         fds: list[int] = []
         pass_fds: tuple[int, ...] = ()
-        data_pipes: tuple[int, int] | None = None  # (info read end, block write end), bubblewrap only
+        data_pipes: tuple[int, int | None] | None = None  # (info read end, block write end), bubblewrap
         data_root: str | None = None
         try:
             extra_env = dict(spec.env)
@@ -691,10 +704,13 @@ class LocalSandbox(Sandbox):
                 data_fds = None
                 if has_data:
                     info_r, info_w = os.pipe2(os.O_CLOEXEC)
-                    block_r, block_w = os.pipe2(os.O_CLOEXEC)
-                    fds += [info_r, info_w, block_r, block_w]
+                    fds += [info_r, info_w]
+                    block_r = block_w = None
+                    if check_archive(archive, limits.data_mb * MB)[1]:  # something to fill: hold the harness
+                        block_r, block_w = os.pipe2(os.O_CLOEXEC)
+                        fds += [block_r, block_w]
                     data_fds, data_pipes = (info_w, block_r), (info_r, block_w)
-                    pass_fds += data_fds
+                    pass_fds += tuple(fd for fd in data_fds if fd is not None)
                     extra_env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
                 cmd = self._bwrap_command(str(agent_dir), limits, seccomp_fd, data_fds)
                 env = self._environment(SANDBOX_HOME, SANDBOX_TMP, extra_env)
@@ -743,43 +759,68 @@ class LocalSandbox(Sandbox):
         channel = Channel(from_child_r, to_child_w)
         agent = LocalAgentProcess(proc, channel, stderr, workdir, cgroup, limits, via_bwrap=bool(self.bwrap))
         if data_pipes is not None:
-            try:
-                data_root = _fill_bwrap_data(proc, *data_pipes, archive, limits.data_mb * MB)
-            except (OSError, ValueError, SandboxError) as exc:
-                agent.kill()
-                raise SandboxError(f"could not fill the agent's data folder: {exc}") from exc
+            folder = _BwrapDataFolder(proc, data_pipes[0])
+            agent._bwrap_data = folder
+            if data_pipes[1] is not None:
+                try:
+                    folder.fill(data_pipes[1], archive, limits.data_mb * MB)
+                except (OSError, ValueError, SandboxError) as exc:
+                    agent.kill()
+                    raise SandboxError(f"could not fill the agent's data folder: {exc}") from exc
         agent._data_root = data_root
         return agent
 
 
-def _fill_bwrap_data(
-    proc: subprocess.Popen[bytes], info_r: int, block_w: int, archive: bytes, cap_bytes: int
-) -> str:
-    """Once bubblewrap has set the sandbox up (its ``--info-fd`` names the sandbox's first process, whose
-    root becomes the new one), write the archive into the data tmpfs through that process's mount
-    namespace, then release the harness (``--block-fd``). Returns the folder's path as we reach it."""
-    try:
-        deadline = time.monotonic() + DATA_SETUP_TIMEOUT_S
-        info = b""
-        while b"}" not in info:
-            ready, _, _ = select.select([info_r], [], [], max(0.0, deadline - time.monotonic()))
-            chunk = os.read(info_r, 4096) if ready else b""
-            if not chunk:
-                raise SandboxError(f"bubblewrap did not say where the sandbox is (exit {proc.poll()})")
-            info += chunk
-        pid = int(json.loads(info)["child-pid"])
-        root = f"/proc/{pid}/root"
+class _BwrapDataFolder:
+    """The data tmpfs of a bubblewrap sandbox, reached through the mount namespace of the sandbox's first
+    process (named on bubblewrap's ``--info-fd``). Filling it needs the harness held (``--block-fd``);
+    reading it back does not, so an empty folder costs no wait at launch (the info is read when needed)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], info_fd: int) -> None:
+        self.proc = proc
+        self.info_fd: int | None = info_fd
+        self.path: str | None = None
+
+    def root(self) -> str:
+        """The folder's path as we reach it, once the sandbox's first process pivoted into its root."""
+        if self.path is not None:
+            return self.path
+        if self.info_fd is None:
+            raise SandboxError("the sandbox's data folder is gone")
+        try:
+            deadline = time.monotonic() + DATA_SETUP_TIMEOUT_S
+            info = b""
+            while b"}" not in info:
+                ready, _, _ = select.select([self.info_fd], [], [], max(0.0, deadline - time.monotonic()))
+                chunk = os.read(self.info_fd, 4096) if ready else b""
+                if not chunk:
+                    raise SandboxError(
+                        f"bubblewrap did not say where the sandbox is (exit {self.proc.poll()})"
+                    )
+                info += chunk
+        finally:
+            self.close()
+        root = f"/proc/{int(json.loads(info)['child-pid'])}/root"
         host_root = os.stat("/").st_dev
         while True:  # the first process pivots into the new root when every mount is in place
             with contextlib.suppress(OSError):
                 if os.stat(root).st_dev != host_root and os.path.isdir(root + DATA_DIR_IN_SANDBOX):
                     break
-            if proc.poll() is not None or time.monotonic() > deadline:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise SandboxError("the sandbox's data folder did not appear")
             time.sleep(0.002)
-        fill_folder(archive, root + DATA_DIR_IN_SANDBOX, cap_bytes)
-        os.write(block_w, b"1")
-        return root + DATA_DIR_IN_SANDBOX
-    finally:
-        os.close(info_r)
-        os.close(block_w)
+        self.path = root + DATA_DIR_IN_SANDBOX
+        return self.path
+
+    def fill(self, block_fd: int, archive: bytes, cap_bytes: int) -> None:
+        """Write the archive into the folder, then release the harness."""
+        try:
+            fill_folder(archive, self.root(), cap_bytes)
+            os.write(block_fd, b"1")
+        finally:
+            os.close(block_fd)
+
+    def close(self) -> None:
+        if self.info_fd is not None:
+            os.close(self.info_fd)
+            self.info_fd = None
