@@ -126,6 +126,7 @@ def cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
             "environment": args.game,
             "competitor_name": args.name,
             "is_public": "true" if args.public else "false",
+            "wipe_data": "true" if args.wipe_data else "false",
         },
         {"file": (f"{args.name}.zip", archive)},
     )
@@ -431,6 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="competitor name (created on first upload)")
     p.add_argument("folder", help="folder holding player.py (or a Kaggle-style main.py)")
     p.add_argument("--public", action="store_true", help="publish the source (default: private)")
+    p.add_argument(
+        "--wipe-data",
+        action="store_true",
+        help="start this revision with an empty data folder ($ARENA_DATA_DIR) when it starts playing",
+    )
     p.add_argument("--no-wait", action="store_true", help="do not follow the build and smoke test")
     p.add_argument("--poll", type=float, default=2.0, help="seconds between status checks")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait at most")

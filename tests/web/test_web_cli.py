@@ -52,8 +52,13 @@ def test_submit_zips_the_folder_and_uploads_a_revision(cli_env, alice, env):
     )
     assert code == 0, out
     rev = Revision.objects.get(competitor__name="cli-bot")
-    assert rev.competitor.owner == alice and rev.is_public
+    assert rev.competitor.owner == alice and rev.is_public and not rev.wipe_data
     assert "cli-bot revision 1" in out
+    code, out = _run(
+        "submit", "connect-four", "cli-bot", str(EXAMPLES_DIR / "random"), "--wipe-data", "--no-wait"
+    )
+    assert code == 0, out
+    assert Revision.objects.get(competitor__name="cli-bot", version=2).wipe_data
 
 
 def test_status_lists_my_competitors(cli_env, alice, env):
