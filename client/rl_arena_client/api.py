@@ -21,7 +21,12 @@ USER_AGENT = "rl-arena-client/1"
 
 
 class CliError(Exception):
-    """A failure to report to the user in one line (exit status 1)."""
+    """A failure to report to the user in one line (exit status 1); ``status`` is the server's HTTP
+    status when it answered with an error."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def config_path() -> Path:
@@ -81,32 +86,42 @@ class Client:
         content_type: str | None = None,
     ) -> Any:
         """Send a request and decode the JSON answer; raises ``CliError`` with the server's message."""
-        url = self.url(path)
-        if not url.startswith(("http://", "https://")):
-            raise CliError(f"server URL must start with http:// or https://, got {self.server!r}")
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if self.token:
-            headers["Authorization"] = f"Token {self.token}"
         if json_body is not None:
             body = json.dumps(json_body).encode()
             content_type = "application/json"
+        raw = self._send(method, path, body=body, content_type=content_type, accept="application/json")
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            raise CliError(f"{method} {self.url(path)} answered something that is not JSON") from None
+
+    def fetch_bytes(self, path: str, accept: str) -> bytes:
+        """``GET`` a file (e.g. a data folder's tar) as bytes; errors as :meth:`request`."""
+        return self._send("GET", path, body=None, content_type=None, accept=accept)
+
+    def _send(
+        self, method: str, path: str, *, body: bytes | None, content_type: str | None, accept: str
+    ) -> bytes:
+        url = self.url(path)
+        if not url.startswith(("http://", "https://")):
+            raise CliError(f"server URL must start with http:// or https://, got {self.server!r}")
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
+        if self.token:
+            headers["Authorization"] = f"Token {self.token}"
         if content_type:
             headers["Content-Type"] = content_type
         req = urllib.request.Request(url, data=body, method=method, headers=headers)  # noqa: S310
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310
-                raw = resp.read()
+                return resp.read()
         except urllib.error.HTTPError as exc:
             shown = urllib.parse.urlsplit(url).path
-            raise CliError(f"{method} {shown} failed ({exc.code}): {error_text(exc.read())}") from None
+            message = f"{method} {shown} failed ({exc.code}): {error_text(exc.read())}"
+            raise CliError(message, status=exc.code) from None
         except urllib.error.URLError as exc:
             raise CliError(f"cannot reach {self.server}: {exc.reason}") from None
         except (TimeoutError, ConnectionError) as exc:
             raise CliError(f"cannot reach {self.server}: {exc}") from None
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            raise CliError(f"{method} {url} answered something that is not JSON") from None
 
     def pages(self, path: str) -> Any:
         """Every item of a paginated list endpoint (``{"results": [...], "next": url}``), page by page."""

@@ -190,9 +190,10 @@ def cmd_download(args: argparse.Namespace, out: TextIO) -> int:
     client = Client(args.server or cfg.get("server") or DEFAULT_SERVER, cfg.get("token"))
     folder = Path(args.out)
     summary = download(client, args.competitor, folder, limit=args.limit, log=sys.stderr)
+    data = "" if summary.data_bytes is None else f"; its data folder (data.tar, {summary.data_bytes} bytes)"
     print(
         f"{summary.duels} duels ({summary.matches} matches) fetched, {summary.skipped} already there; "
-        f"logs of {summary.revision_logs} revisions; in {folder}",
+        f"logs of {summary.revision_logs} revisions{data}; in {folder}",
         file=out,
     )
     return 0

@@ -6,6 +6,7 @@ Layout of the output folder (re-running it fetches only what is missing or was u
     duels/<duel id>.json       the duel, its matches with states, actions, moves, move times
                                (+ player_1_log / player_2_log: your side's stderr, when you own it)
     revisions/v<N>.json        build and smoke-test logs of each revision (owner only)
+    data.tar                   its persistent data folder as the arena keeps it (owner only)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Summary:
     skipped: int = 0
     matches: int = 0
     revision_logs: int = 0
+    data_bytes: int | None = None  # the data folder's tar (None: not fetched, not yours)
 
 
 def _write(path: Path, data: Any) -> None:
@@ -83,4 +85,14 @@ def download(client: Client, ref: str, out: Path, *, limit: int | None, log: Tex
             logs = client.request("GET", f"/api/revisions/{rev['id']}/logs/")
             _write(out / "revisions" / f"v{rev['version']}.json", {**rev, **logs})
             summary.revision_logs += 1
+        try:
+            archive = client.fetch_bytes(f"/api/competitors/{cid}/data/archive/", "application/x-tar")
+        except CliError as exc:
+            if exc.status != 404:  # 404: someone else's competitor (its folder is its owner's only)
+                raise
+        else:
+            tmp = out / "data.tar.part"
+            tmp.write_bytes(archive)
+            os.replace(tmp, out / "data.tar")
+            summary.data_bytes = len(archive)
     return summary

@@ -10,7 +10,8 @@ import pytest
 from rl_arena_client import agents, cli
 
 from core.management.commands.load_example_players import EXAMPLES_DIR
-from core.models import Revision
+from core.models import Revision, StoredAgentData
+from run_duel.agent_data import archive_of, files_of
 from tests.web.factories import PASSWORD
 
 
@@ -113,6 +114,9 @@ def test_download_fetches_duels_with_replays_and_only_the_owners_logs(cli_env, a
 
     mine = factories.competitor(alice, env, "mine")
     theirs = factories.competitor(bob, env, "theirs")
+    for comp, text in ((mine, b"alice's"), (theirs, b"bob's")):
+        archive = archive_of({"memory.txt": text})
+        StoredAgentData.objects.create(competitor=comp, archive=archive, generation=1)
     duels = [factories.duel(mine, theirs, num_matches=2, initial_state=False) for _ in range(3)]
     out_dir = cli_env / "results"
     _run("login", "--email", "alice@example.com")
@@ -124,12 +128,14 @@ def test_download_fetches_duels_with_replays_and_only_the_owners_logs(cli_env, a
     assert saved["player_1_log"] == "player 1 says hello\n" and saved["player_2_log"] is None
     logs = json.loads((out_dir / "revisions" / "v1.json").read_text())
     assert logs["smoke_test_state"] == "PASSED"
+    assert files_of((out_dir / "data.tar").read_bytes()) == {"memory.txt": b"alice's"}
     # Again: nothing new to fetch.
     code, out = _run("download", str(mine.pk), "--out", str(out_dir))
     assert "0 duels (0 matches) fetched, 3 already there" in out
     # Someone else's competitor: its duels, without its logs or revisions (Alice's own side stays hers).
     code, out = _run("download", str(theirs.pk), "--out", str(cli_env / "other"), "--limit", "2")
     assert "2 duels (4 matches) fetched" in out and "logs of 0 revisions" in out
+    assert "data folder" not in out and not (cli_env / "other" / "data.tar").exists()  # Bob's, not hers
     other = json.loads(next((cli_env / "other" / "duels").iterdir()).read_text())
     assert other["player_2_log"] is None and other["player_1_log"] == "player 1 says hello\n"
 
