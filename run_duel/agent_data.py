@@ -101,8 +101,10 @@ def _members(archive: bytes, cap_bytes: int) -> list[tuple[tarfile.TarInfo, list
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
             for info in tar:
-                if not (info.isreg() or info.isdir()):
+                if not (info.isreg() or info.isdir()) or info.issparse():
                     raise DataError(f"{info.name!r} is neither a file nor a folder")
+                if info.offset_data + info.size > len(archive):
+                    raise DataError(f"the archive ends inside {info.name!r}")
                 members.append((info, _check_name(info.name.rstrip("/") if info.isdir() else info.name)))
                 if len(members) > MAX_ENTRIES:
                     raise DataError(f"more than {MAX_ENTRIES} files and folders")
@@ -140,32 +142,31 @@ def fill_folder(archive: bytes, root: str, cap_bytes: int, *, uid: int | None = 
     members = _members(archive, cap_bytes)
     if not members:
         return
+    content = memoryview(archive)  # an uncompressed tar: each file's bytes are a slice of it
     root_fd = os.open(root, _DIR_FLAGS)
     try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-            for info, parts in members:
-                fds = [root_fd]
+        for info, parts in members:
+            fds = [root_fd]
+            try:
+                for part in parts if info.isdir() else parts[:-1]:
+                    fds.append(_open_dir(fds[-1], part, create=True, uid=uid))
+                if info.isdir():
+                    os.fchmod(fds[-1], 0o700 | (info.mode & 0o755))
+                    continue
+                fd = os.open(parts[-1], _CREATE_FLAGS, 0o600, dir_fd=fds[-1])
                 try:
-                    for part in parts if info.isdir() else parts[:-1]:
-                        fds.append(_open_dir(fds[-1], part, create=True, uid=uid))
-                    if info.isdir():
-                        os.fchmod(fds[-1], 0o700 | (info.mode & 0o755))
-                        continue
-                    fd = os.open(parts[-1], _CREATE_FLAGS, 0o600, dir_fd=fds[-1])
-                    try:
-                        source = tar.extractfile(info)
-                        assert source is not None
-                        while chunk := source.read(MB):
-                            os.write(fd, chunk)
-                        if uid is not None:
-                            os.fchown(fd, uid, uid)
-                        os.fchmod(fd, 0o644 | (info.mode & 0o111))
-                        os.utime(fd, (info.mtime, info.mtime))
-                    finally:
-                        os.close(fd)
+                    data = content[info.offset_data : info.offset_data + info.size]
+                    while data:
+                        data = data[os.write(fd, data) :]
+                    if uid is not None:
+                        os.fchown(fd, uid, uid)
+                    os.fchmod(fd, 0o644 | (info.mode & 0o111))
+                    os.utime(fd, (info.mtime, info.mtime))
                 finally:
-                    for fd in fds[1:]:
-                        os.close(fd)
+                    os.close(fd)
+            finally:
+                for fd in fds[1:]:
+                    os.close(fd)
     finally:
         os.close(root_fd)
 
@@ -178,8 +179,7 @@ class _Packer:
         self.total = 0
         self.entries = 0
         self.skipped: list[str] = []
-        self.buffer = io.BytesIO()
-        self.tar = tarfile.open(fileobj=self.buffer, mode="w:", format=tarfile.PAX_FORMAT)  # noqa: SIM115 - finish()
+        self.out = bytearray()  # the tar, written block by block (headers as tarfile makes them)
 
     def _count(self, path: str) -> None:
         self.entries += 1
@@ -218,7 +218,7 @@ class _Packer:
         info.type = tarfile.DIRTYPE
         info.mode = 0o755
         info.mtime = int(st.st_mtime)
-        self.tar.addfile(info)
+        self._append(info)
 
     def _add_file(self, dir_fd: int, name: str, path: str) -> None:
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
@@ -240,13 +240,19 @@ class _Packer:
             info.size = size
             info.mode = 0o755 if st.st_mode & 0o111 else 0o644
             info.mtime = int(st.st_mtime)
-            self.tar.addfile(info, io.BytesIO(b"".join(chunks)))
+            self._append(info, chunks)
         finally:
             os.close(fd)
 
+    def _append(self, info: tarfile.TarInfo, chunks: list[bytes] = ()) -> None:  # type: ignore[assignment]
+        self.out += info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+        for chunk in chunks:
+            self.out += chunk
+        self.out += bytes(-info.size % tarfile.BLOCKSIZE)
+
     def finish(self) -> bytes:
-        self.tar.close()
-        return self.buffer.getvalue()
+        self.out += bytes(2 * tarfile.BLOCKSIZE)  # the end-of-archive marker
+        return bytes(self.out)
 
 
 def read_folder(root: str, cap_bytes: int) -> tuple[bytes, list[str]]:

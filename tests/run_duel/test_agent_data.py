@@ -186,6 +186,7 @@ def test_archives_that_break_the_rules_are_refused(tmp_path: Path) -> None:
         "over the cap": tar_of(("big", b"x" * (MB + 1), tarfile.REGTYPE)),
         "too deep": tar_of(("/".join(["d"] * 40), b"x", tarfile.REGTYPE)),
         "not a tar": b"not a tar archive at all" * 40,
+        "truncated": archive_of({"f": b"x" * 4000})[:2048],
     }
     for why, archive in bad.items():
         with pytest.raises(DataError):
