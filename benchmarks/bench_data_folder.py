@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from run_duel.agent_data import DEFAULT_DATA_MB, AgentData  # noqa: E402
+from run_duel.agent_data import DEFAULT_DATA_MB, AgentData, files_of  # noqa: E402
 from run_duel.api import LaunchSpec, Limits, play_duel  # noqa: E402
 
 RANDOM = REPO / "example_players" / "random"
@@ -68,6 +68,7 @@ def one_duel(sandbox, agent: str, content: bytes | None) -> float:
         limits = Limits(data_mb=DEFAULT_DATA_MB if content is not None else 0)
         data = AgentData(archive=content) if content is not None else None
         specs.append(LaunchSpec(agent=agent, limits=limits, data=data, labels={"revision": f"bench-{seat}"}))
+    expected = files_of(content or b"")
     t0 = time.perf_counter()
     duel = play_duel("tic-tac-toe", sandbox, specs[0], specs[1], matches=10, record_states=False)
     elapsed = time.perf_counter() - t0
@@ -75,8 +76,8 @@ def one_duel(sandbox, agent: str, content: bytes | None) -> float:
     if errors:
         raise SystemExit(f"a benchmark duel erred: {duel['error_msg'] or duel['matches'][0]['error_msg']}")
     for spec in specs:
-        if spec.data is not None and (spec.data.saved is None or len(spec.data.saved) < len(content or b"")):
-            raise SystemExit(f"the folder was not read back: {spec.data.problem}")
+        if spec.data is not None and (spec.data.saved is None or files_of(spec.data.saved) != expected):
+            raise SystemExit(f"the folder was not read back whole: {spec.data.problem}")
     return elapsed
 
 
