@@ -22,6 +22,7 @@ from core.models import (
     Season,
     SeasonFinalist,
     SmokeTest,
+    StoredAgentData,
     Tournament,
     TournamentParticipant,
     User,
@@ -217,6 +218,39 @@ class WorkerStatusAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(StoredAgentData)
+class StoredAgentDataAdmin(admin.ModelAdmin):
+    """Each competitor's data folder, for support (read-only: duels save it, its owner resets it; the
+    ``reset`` action does what the owner's button does)."""
+
+    list_display = ["competitor", "size_bytes", "files", "generation", "updated_at", "updated_by_duel"]
+    search_fields = ["competitor__name", "competitor__owner__email"]
+    list_select_related = ["competitor"]
+    exclude = ["archive"]
+    readonly_fields = [
+        "competitor", "size_bytes", "files", "generation", "updated_at", "updated_by_duel", "last_problem",
+        "last_problem_at",
+    ]  # fmt: skip
+    actions = ["reset"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).defer("archive")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Empty the data folder (as its owner's reset)")
+    def reset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        emptied = 0
+        for competitor_id in queryset.values_list("pk", flat=True):  # the primary key is the competitor's
+            actions.reset_agent_data(competitor_id)
+            emptied += 1
+        self.message_user(request, f"{emptied} data folder(s) emptied", messages.SUCCESS)
 
 
 @admin.register(Match)

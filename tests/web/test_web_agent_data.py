@@ -276,3 +276,25 @@ def test_the_guide_explains_the_data_folder(client, env, settings):
     assert 'id="data-folder"' in html and "ARENA_DATA_DIR" in html and "10 MB" in html
     settings.AGENT_DATA_MB = 0
     assert 'id="data-folder"' not in client.get(reverse("web:guide")).content.decode()
+
+
+# --- the admin -------------------------------------------------------------------------------------------
+
+
+def test_the_admin_lists_folders_without_their_content_and_its_action_empties_them(comp, alice):
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.create_superuser("root@example.com", "a-Long-pass-phrase-42")
+    client = _client(admin)
+    listing = client.get(reverse("admin:core_storedagentdata_changelist"))
+    assert listing.status_code == 200 and "memory-bot" in listing.content.decode()
+    page = client.get(reverse("admin:core_storedagentdata_change", args=[comp.pk]))
+    assert page.status_code == 200 and SECRET.decode() not in page.content.decode()
+    done = client.post(
+        reverse("admin:core_storedagentdata_changelist"),
+        {"action": "reset", "_selected_action": [comp.pk]},
+        follow=True,
+    )
+    assert "1 data folder(s) emptied" in done.content.decode()
+    row = StoredAgentData.objects.get(competitor=comp)
+    assert (bytes(row.archive), row.generation) == (b"", 4)
