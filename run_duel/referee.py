@@ -194,8 +194,8 @@ class Referee:
             if data is None or not data.save or agent.spec.limits.data_mb <= 0:
                 continue
             proc = agent.proc
-            running = proc is not None and agent.fatal is None and proc.poll_exit() is None
-            try:
+            try:  # poll_exit asks the engine for a container: an engine failure is ours, never raised
+                running = proc is not None and agent.fatal is None and proc.poll_exit() is None
                 save_from(
                     data,
                     proc.data_root() if proc is not None else None,
