@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import lzma
+import re
 import stat
 import zipfile
 import zlib
@@ -36,6 +37,12 @@ _IGNORED_BASENAMES = {".DS_Store", "Thumbs.db"}
 #: The entry files that declare an agent's language (``builder.languages``): ``player.py`` (class Player),
 #: ``main.py`` (Kaggle ``agent``), ``main.cpp`` (C++), ``main.js`` (JavaScript).
 ENTRY_FILES = LANGUAGE_ENTRY_FILES
+#: Code points HFS+ ignores in file names (git's ``is_hfs_dotgit``): ``.g\u200cit`` is ``.git`` there.
+_HFS_IGNORABLE = frozenset([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
+#: What git's ``verify_path`` refuses as a path component (core.protectNTFS, on by default everywhere):
+#: ``.git`` in any case, followed by any run of dots and spaces (Windows drops them), by an NTFS alternate
+#: data stream (``.git::$INDEX_ALLOCATION``), or its NTFS 8.3 short name ``git~1``.
+_GIT_COMPONENT = re.compile(r"(?:\.git|git~1)[. ]*(?::.*)?", re.IGNORECASE | re.DOTALL)
 
 
 class ValidationError(ValueError):
@@ -98,6 +105,15 @@ def _mib(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
+def git_refuses(component: str) -> bool:
+    """Whether git refuses ``component`` (one path component) as part of a file's path: ``.git`` in any
+    case, with trailing dots or spaces, an NTFS stream suffix or HFS+ ignorable code points, or ``git~1``.
+    Such a file could never be published (``publisher``), and on a case-insensitive checkout it would
+    write into the repository's own ``.git`` folder."""
+    folded = "".join(c for c in component if ord(c) not in _HFS_IGNORABLE)
+    return _GIT_COMPONENT.fullmatch(folded) is not None
+
+
 def _split_name(name: str, limits: ZipLimits) -> list[str]:
     """Return the path components of a member name, or raise for a dangerous name."""
     shown = name[:120]
@@ -115,6 +131,11 @@ def _split_name(name: str, limits: ZipLimits) -> list[str]:
         raise ValidationError(f"the file name {shown!r} contains '..'; files must stay inside the submission")
     if any(len(p.encode("utf-8", "surrogateescape")) > limits.max_name_length for p in parts):
         raise ValidationError(f"the file name {shown!r} is too long")
+    if any(git_refuses(p) for p in parts):
+        raise ValidationError(
+            f"the file name {shown!r} is inside a git folder (.git, in any spelling git refuses); remove "
+            "the .git folder from the zip"
+        )
     return parts
 
 
@@ -249,6 +270,10 @@ def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZi
         for info in infos:
             name = info.filename
             if name.startswith(_IGNORED_PREFIXES) or name.rsplit("/", 1)[-1] in _IGNORED_BASENAMES:
+                if any(git_refuses(part) for part in name.split("/")):  # the publisher extracts these too
+                    raise ValidationError(
+                        f"the file name {name[:120]!r} is inside a git folder; remove the .git folder"
+                    )
                 continue
             _check_type(info)
             parts = _split_name(name, limits)

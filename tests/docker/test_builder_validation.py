@@ -264,3 +264,37 @@ def test_the_missing_entry_message_names_every_language(tmp_path: Path) -> None:
         validate_zip(archive)
     message = str(refused.value)
     assert all(name in message for name in ("player.py", "main.py", "main.cpp", "main.js")), message
+
+
+GIT_REFUSED_NAMES = [
+    ".git/config",
+    ".GIT/config",
+    ".Git/hooks/post-checkout",
+    "lib/.gIt/config",
+    ".git",  # a file named .git (a gitfile pointing elsewhere)
+    ".git./config",  # Windows drops trailing dots and spaces
+    ".git . ./config",
+    ".git ",
+    "GIT~1/config",  # the NTFS 8.3 short name of .git
+    "git~1/config",
+    ".git::$INDEX_ALLOCATION/config",  # an NTFS alternate data stream
+    ".g\u200cit/config",  # HFS+ ignores zero-width code points
+    "\ufeff.GIT/config",
+    ".gi\u206at/hooks/x",
+    "__MACOSX/.GIT/config",  # ignored by the build, but the publisher extracts every entry
+]
+
+
+@pytest.mark.parametrize("name", GIT_REFUSED_NAMES)
+def test_every_path_git_refuses_is_refused_at_upload(name: str, tmp_path: Path) -> None:
+    """git's verify_path (core.protectNTFS and protectHFS rules) refuses these; a revision holding one could
+    never be published, and on a case-insensitive checkout it would write into the repository's .git."""
+    archive = make_zip(tmp_path / "upload.zip", [("player.py", PLAYER), (name, b"[core]\n")])
+    with pytest.raises(ValidationError, match="inside a git folder"):
+        validate_zip(archive)
+
+
+@pytest.mark.parametrize("name", [".gitignore", ".github/workflows/ci.yml", "my.git/x", "git~2/x", ".gitx"])
+def test_names_git_accepts_are_accepted(name: str, tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "upload.zip", [("player.py", PLAYER), (name, b"x")])
+    assert name in {e.path for e in validate_zip(archive).entries}
