@@ -81,6 +81,7 @@ class Revision(models.Model):
         PENDING = "PENDING", "to publish"
         PUBLISHED = "PUBLISHED", "published"
         FAILED = "FAILED", "publishing failed"
+        REFUSED = "REFUSED", "not publishable"  # its files cannot go to git (publisher): never retried
 
     competitor = models.ForeignKey(Competitor, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
