@@ -10,7 +10,9 @@ PUBLISHED, never committed twice.
 
 A revision is published only if it is ELIGIBLE and both it and its competitor are public at the time of
 publishing; otherwise its publish state goes back to PRIVATE. Failures leave it FAILED; the periodic
-sweep retries FAILED revisions after ``PUBLISH_RETRY_SECONDS``.
+sweep retries FAILED revisions after ``PUBLISH_RETRY_SECONDS``. A revision whose own files cannot be
+published (a path git refuses such as ``.GIT/``, a link, too large, a corrupt zip: ``PublishRefused``) is
+REFUSED, with the reason logged, and never retried.
 
 Settings (all optional): ``PUBLISH_REMOTE`` (default: a bare repository ``DATA_DIR/public_submissions.git``,
 created on first use), ``PUBLISH_BRANCH`` (``main``), ``PUBLISH_GIT_SSH_COMMAND``, ``PUBLISH_RETRY_SECONDS``
@@ -30,7 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.models import Revision
-from publisher.gitrepo import REVISION_TRAILER, PublicRepo, PublishError, ensure_bare_repo
+from publisher.gitrepo import REVISION_TRAILER, PublicRepo, PublishError, PublishRefused, ensure_bare_repo
 
 log = logging.getLogger(__name__)
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -117,6 +119,11 @@ def publish_revision(revision_id: int) -> str:
                 if not repo.has_published(revision.pk):
                     repo.replace_folder(folder_for(revision), Path(settings.DATA_DIR) / revision.zip_path)
                     repo.commit_and_push(commit_message(revision))
+        except PublishRefused as exc:  # its own files: the same every time, never retried
+            log.warning("revision %s cannot be published, for good: %s", revision.pk, exc)
+            revision.publish_state = Revision.PublishState.REFUSED
+            revision.save(update_fields=["publish_state", "updated_at"])
+            return revision.publish_state
         except PublishError as exc:
             log.warning("publishing revision %s failed: %s", revision.pk, exc)
             revision.publish_state = Revision.PublishState.FAILED

@@ -16,9 +16,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
+from builder.zip_validation import git_refuses
+
 
 class PublishError(RuntimeError):
     """Publishing failed (git error, unreadable zip...). The message says what and why."""
+
+
+class PublishRefused(PublishError):
+    """The submission itself cannot be published (a path git refuses, a link, too large, a corrupt zip):
+    trying again would fail the same way."""
 
 
 #: The commit trailer naming the revision a commit publishes.
@@ -71,7 +78,8 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout:
 
 
 def safe_extract(zip_path: Path, dest: Path) -> list[str]:
-    """Extract ``zip_path`` into the empty folder ``dest``, refusing absolute paths, ``..``, links and
+    """Extract ``zip_path`` into the empty folder ``dest``, refusing (``PublishRefused``) absolute paths,
+    ``..``, links, every path component git refuses (``.git`` in any spelling: ``git_refuses``) and
     oversized content. Returns the extracted file names."""
     names = []
     try:
@@ -79,23 +87,27 @@ def safe_extract(zip_path: Path, dest: Path) -> list[str]:
             total = 0
             for info in zf.infolist():
                 name = PurePosixPath(info.filename)
+                if any(git_refuses(part) for part in name.parts):
+                    raise PublishRefused(f"{zip_path.name}: git refuses the path {info.filename!r}")
                 if info.is_dir():
                     continue
-                if name.is_absolute() or ".." in name.parts or not name.parts:
-                    raise PublishError(f"{zip_path.name}: unsafe path {info.filename!r}")
+                if name.is_absolute() or ".." in name.parts or not name.parts or "\\" in info.filename:
+                    raise PublishRefused(f"{zip_path.name}: unsafe path {info.filename!r}")
                 if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                    raise PublishError(f"{zip_path.name}: symbolic link {info.filename!r}")
-                if ".git" in name.parts:
-                    raise PublishError(f"{zip_path.name}: refuses to publish a .git folder")
+                    raise PublishRefused(f"{zip_path.name}: symbolic link {info.filename!r}")
                 total += info.file_size
                 if total > MAX_EXTRACTED_BYTES:
-                    raise PublishError(f"{zip_path.name}: more than {MAX_EXTRACTED_BYTES} bytes uncompressed")
+                    raise PublishRefused(
+                        f"{zip_path.name}: more than {MAX_EXTRACTED_BYTES} bytes uncompressed"
+                    )
                 target = dest.joinpath(*name.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)
                 names.append(str(name))
-    except (OSError, zipfile.BadZipFile) as exc:
+    except zipfile.BadZipFile as exc:
+        raise PublishRefused(f"submission {zip_path.name} is not a readable zip: {exc}") from exc
+    except OSError as exc:  # e.g. storage not mounted: may be ours and passing, retried
         raise PublishError(f"cannot read submission {zip_path}: {exc}") from exc
     return names
 
@@ -172,7 +184,8 @@ class PublicRepo:
             shutil.rmtree(target)
         target.mkdir(parents=True)
         safe_extract(zip_path, target)
-        self.git("add", "--all", "--", str(folder))
+        # --force: a .gitignore among the submission's files must not leave some of them out.
+        self.git("add", "--all", "--force", "--", str(folder))
 
     def commit_and_push(self, message: str) -> None:
         """Commit what is staged (even nothing: every revision gets its commit) and push the branch."""

@@ -114,3 +114,31 @@ def test_unsafe_zip_entries_are_refused(tmp_path):
     with pytest.raises(PublishError, match="unsafe path"):
         safe_extract(bad, dest)
     assert not (tmp_path / "escape.py").exists()
+
+
+@pytest.mark.parametrize(
+    "name", [".GIT/config", ".Git/hooks/post-checkout", "lib/.git./x", "GIT~1/config", ".g\u200cit/config"]
+)
+def test_a_revision_with_a_path_git_refuses_is_refused_for_good_not_retried(
+    make_revision, clone, caplog, name
+):
+    """Older uploads may hold such paths (upload validation refuses them now): git would refuse them at
+    every attempt, so the revision is REFUSED once, with the reason logged, and the sweep leaves it."""
+    bad = make_revision(files={"player.py": "x", name: "[core]\n\tfsmonitor = touch /tmp/pwned\n"})
+    assert publish_revision(bad.pk) == "REFUSED"
+    assert f"git refuses the path {name!r}" in caplog.text
+    good = make_revision(name="fine")
+    assert sweep() == 1  # publishes the good one, never retries the refused one (retry delay 0 here)
+    assert publish_due() == {}
+    bad.refresh_from_db()
+    assert bad.publish_state == Revision.PublishState.REFUSED
+    repo = clone()
+    assert not (repo / "tic-tac-toe" / f"competitor-{bad.competitor_id}").exists()
+    assert (repo / "tic-tac-toe" / f"competitor-{good.competitor_id}" / "player.py").is_file()
+
+
+def test_a_gitignore_in_a_submission_does_not_hide_its_files(make_revision, clone):
+    rev = make_revision(files={"player.py": "x", ".gitignore": "*.bin\n", "weights.bin": "w"})
+    assert publish_revision(rev.pk) == "PUBLISHED"
+    folder = clone() / "tic-tac-toe" / f"competitor-{rev.competitor_id}"
+    assert (folder / "weights.bin").read_text() == "w"
