@@ -169,9 +169,9 @@ def render_dockerfile(
             "COPY agent/ /agent/",
             f"RUN chmod -R a-w,a+rX /agent /opt/arena && mkdir -m 0755 /tmp/agent-build "
             f"&& chown {AGENT_UID}:{AGENT_UID} /tmp/agent-build",
-            f"USER {AGENT_UID}:{AGENT_UID}",
+            # Started as root: it empties the build step's copies of the host's /etc/resolv.conf, /etc/hosts
+            # and /etc/hostname, then compiles as the agent user.
             f"RUN sh /opt/arena/compile_cpp.sh {settings.build_timeout_s} /tmp/agent-build/agent",
-            "USER 0:0",
             f"RUN install -D -o 0 -g 0 -m 0555 /tmp/agent-build/agent {CPP_PROGRAM} "
             "&& rm -rf /tmp/agent-build",
         ]
