@@ -62,6 +62,9 @@ class GameInfo:
     #: Size of each agent's persistent data folder in MB (optional ``data_mb``; ``None``: the platform's
     #: ``AGENT_DATA_MB``).
     data_mb: int | None = None
+    #: Seconds of each agent's time bank per match (optional ``time_bank_s``, Kaggle's overage): a reply
+    #: slower than ``move_time_limit`` draws the excess from it; 0: no bank.
+    time_bank_s: float = 0.0
 
 
 class Game(ABC):

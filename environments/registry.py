@@ -53,6 +53,12 @@ def _positive_number(value: Any) -> str | None:
     return None
 
 
+def _non_negative_number(value: Any) -> str | None:
+    if type(value) not in (int, float) or not value >= 0 or value == float("inf"):
+        return f"must be a finite number >= 0, got {value!r}"
+    return None
+
+
 def _non_empty_str(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return f"must be a non-empty string, got {value!r}"
@@ -79,8 +85,9 @@ _FIELD_CHECKS = {
     "smoke_test_matches": _positive_even_int,
 }
 
-#: Keys an ``info.yml`` may leave out (``data_mb``: the agents' data folder size, run_duel/agent_data.py).
-_OPTIONAL_CHECKS = {"data_mb": _positive_int}
+#: Keys an ``info.yml`` may leave out (``data_mb``: the agents' data folder size, run_duel/agent_data.py;
+#: ``time_bank_s``: each agent's time bank per match, run_duel/seat.py).
+_OPTIONAL_CHECKS = {"data_mb": _positive_int, "time_bank_s": _non_negative_number}
 
 
 def parse_info(data: Any, source: str = "info.yml") -> GameInfo:
@@ -117,6 +124,7 @@ def parse_info(data: Any, source: str = "info.yml") -> GameInfo:
         smoke_test_matches=data["smoke_test_matches"],
         extra=extra,
         data_mb=data.get("data_mb"),
+        time_bank_s=float(data.get("time_bank_s", 0)),
     )
 
 

@@ -80,6 +80,7 @@ def limits_for(info: GameInfo, base: Limits | None = None) -> Limits:
         cpus=info.cpu_limit,
         init_timeout=float(info.init_time_limit),
         move_timeout=float(info.move_time_limit),
+        time_bank_s=float(info.time_bank_s),
     )
 
 

@@ -23,6 +23,12 @@ Fairness: between its own replies the agent is *frozen* (``AgentProcess.freeze``
 process it forked included, gets no CPU), so it cannot slow its opponent down, whose clock runs. It is
 thawed just before a message that needs a reply is sent and frozen again once the reply is in. Start-up
 (``ready``) runs unfrozen, both agents in parallel.
+
+Time bank (Kaggle's overage): each match gives the agent ``Limits.time_bank_s`` seconds on top of the
+per-reply limit. A reply slower than ``move_timeout`` draws its excess from the bank, measured on the same
+clock as the deadline (the agent's own time); a reply that would need more than the bank holds is a
+TIMEOUT. ``start`` and ``step`` tell the agent what is left (``time_bank``; ``start`` also gives
+``move_timeout``).
 """
 
 from __future__ import annotations
@@ -159,6 +165,7 @@ class Seat:
         self.logs: list[str] = []
         self.fatal: PlayerFault | None = None  # every remaining match is charged with this
         self.started = False  # got "start" in the current match
+        self.bank = self.limits.time_bank_s  # seconds left in this match's time bank
         self._clock: _AgentClock | None = None
 
     def _close_clock(self) -> None:
@@ -245,7 +252,19 @@ class Seat:
         reply = self._receive(t0, start)
         elapsed = time.perf_counter() - t0
         proc.freeze()
+        if elapsed > limits.move_timeout and self.bank > 0:
+            self._draw_bank(elapsed, start)
         return reply, elapsed
+
+    def _draw_bank(self, elapsed: float, start: tuple[float, float] | None) -> None:
+        """Take a slow reply's excess over ``move_timeout`` from the time bank, on the clock the deadline
+        uses: the agent's own time, the larger of its wall time less its run-queue wait and its CPU
+        seconds (plain wall time where the agent's clock cannot be read)."""
+        own = elapsed
+        now = self._clock.read() if self._clock is not None and start is not None else None
+        if now is not None:
+            own = max(elapsed - (now[1] - start[1]), now[0] - start[0])
+        self.bank = max(0.0, self.bank - max(0.0, own - self.limits.move_timeout))
 
     def _receive(self, t0: float, start: tuple[float, float] | None) -> dict[str, Any]:
         """The reply, within the move limit plus the time the machine kept the agent from running.
@@ -255,11 +274,11 @@ class Seat:
         waited for a CPU (its run-queue delay, ``/proc/<pid>/schedstat``), the deadline moves by that
         wait (at most to ``MAX_WALL_FACTOR`` times the limit): a loaded host is not the agent's fault. An
         agent that sleeps, or burns its own CPU budget (other threads or processes included), gets
-        nothing more."""
+        nothing more. The limit is ``move_timeout`` plus what is left in the match's time bank."""
         proc = self.proc
         assert proc is not None
         limits = self.limits
-        timeout = limits.move_timeout
+        limit = timeout = limits.move_timeout + self.bank
         while True:
             try:
                 return proc.channel.recv(timeout, limits.max_message_bytes)
@@ -269,13 +288,17 @@ class Seat:
                     raise
                 elapsed = time.perf_counter() - t0
                 cpu, waited = now[0] - start[0], now[1] - start[1]
-                budget = min(limits.move_timeout + waited, MAX_WALL_FACTOR * limits.move_timeout)
+                budget = min(limit + waited, MAX_WALL_FACTOR * limit)
                 timeout = budget - elapsed
-                if cpu >= limits.move_timeout or timeout <= 0.001:
+                if cpu >= limit or timeout <= 0.001:
+                    banked = f" ({limits.move_timeout:g} s + {self.bank:.2f} s left in its time bank)"
                     if waited <= 0.001:
-                        raise
+                        if self.bank <= 0:
+                            raise
+                        raise ChannelTimeout(f"no complete reply within {limit:.2f} s{banked}") from None
                     raise ChannelTimeout(
-                        f"no complete reply within {limits.move_timeout:g} s of its own time (the move "
+                        f"no complete reply within {limit:.2f} s of its own time"
+                        f"{banked if self.bank > 0 else ''} (the move "
                         f"took {elapsed:.2f} s, {waited:.2f} s of it waiting for a CPU; "
                         f"{cpu:.2f} s of CPU)"
                     ) from None
@@ -284,9 +307,22 @@ class Seat:
         """Ask for the action at ply ``ply`` of the match (``start`` on the seat's first move, then
         ``step``). Returns the legal action and the seconds it took; raises ``PlayerFault``."""
         if self.started:
-            message = {"type": "step", "state": observation, "valid_actions": legal, "reward": 0.0}
+            message = {
+                "type": "step",
+                "state": observation,
+                "valid_actions": legal,
+                "reward": 0.0,
+                "time_bank": round(self.bank, 3),
+            }
         else:
-            message = {"type": "start", "state": observation, "valid_actions": legal}
+            self.bank = self.limits.time_bank_s  # a new match, a full bank
+            message = {
+                "type": "start",
+                "state": observation,
+                "valid_actions": legal,
+                "move_timeout": self.limits.move_timeout,
+                "time_bank": round(self.bank, 3),
+            }
             self.started = True
         try:
             reply, elapsed = self._exchange(message)

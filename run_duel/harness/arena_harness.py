@@ -176,10 +176,11 @@ def _socket_transport(path: str) -> Transport:
 
 
 def load_player(agent_dir: str) -> object:
-    """Import ``player.py`` (else ``main.py``) from ``agent_dir``; build its Player.
+    """Import ``player.py`` (else ``main.py``, else ``submission.py``) from ``agent_dir``; build its
+    Player.
 
-    ``agent_dir`` is made cwd and first on ``sys.path``. A module without a ``Player`` class but with a
-    Kaggle-style ``agent(observation, configuration)`` function is wrapped in a ``KaggleAdapter``.
+    ``agent_dir`` is made cwd and first on ``sys.path``. A module without a ``Player`` class is a Kaggle
+    agent (``kaggle_agent``), wrapped in a ``KaggleAdapter``.
     """
     agent_dir = os.path.abspath(agent_dir)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -191,19 +192,35 @@ def load_player(agent_dir: str) -> object:
     if seed:  # reproducible duels: seed the global RNGs the user's code is most likely to use
         random.seed(int(seed))
         numpy.random.seed(int(seed) % 2**32)
-    entry = "player" if os.path.exists(os.path.join(agent_dir, "player.py")) else "main"
-    if entry == "main" and not os.path.exists(os.path.join(agent_dir, "main.py")):
-        entry = "player"  # neither file: let the import error name player.py
+    # no entry file: let the import error name player.py
+    entry = next((e for e in _ENTRIES if os.path.exists(os.path.join(agent_dir, e + ".py"))), "player")
     module = importlib.import_module(entry)
     player_class = getattr(module, "Player", None)
     if player_class is not None:
         return player_class(False)
-    agent = getattr(module, "agent", None)
-    if callable(agent):
-        return KaggleAdapter(agent)
-    raise AttributeError(
-        f"{entry}.py defines neither a Player class nor a Kaggle-style agent(observation, configuration)"
-    )
+    return KaggleAdapter(kaggle_agent(module, entry))
+
+
+#: The modules ``load_player`` imports, the first one present.
+_ENTRIES = ("player", "main", "submission")
+
+
+def kaggle_agent(module: object, entry: str) -> object:
+    """The agent of a Kaggle-style module as Kaggle picks it (kaggle_environments executes the file and
+    calls the last callable value of its namespace, in the order names were first bound, imported names
+    and classes included). Our own convention for ``player.py``, a top-level function named ``agent``,
+    comes first there."""
+    namespace = vars(module)
+    agent = namespace.get("agent")
+    if entry == "player" and callable(agent):
+        return agent
+    found = [value for value in namespace.values() if callable(value)]
+    if not found:
+        raise AttributeError(
+            f"{entry}.py defines neither a Player class nor a Kaggle-style agent function (Kaggle runs "
+            "the last function of the file: agent(observation, configuration))"
+        )
+    return found[-1]
 
 
 class KaggleStruct(dict):
@@ -226,6 +243,11 @@ class KaggleAdapter:
     the top, 0 empty, 1 and 2 the marks; ``mark``: the agent's own, 1 when it moved first; the
     configuration has ``rows`` 6, ``columns`` 7, ``inarow`` 4; the agent returns a column) and (3, 3) is
     Kaggle's TicTacToe (``board``: 9 ints, returns a cell 0..8). Other games raise ``ValueError``.
+
+    The clock is the referee's (``set_clock``, from ``start`` and ``step``): ``actTimeout`` (and its old
+    name ``timeout``) is the per-move limit, ``remainingOverageTime`` what is left of the match's time
+    bank, ``agentTimeout`` (Kaggle's obsolete name for the overage) the bank a match starts with. As
+    Kaggle does, the agent gets as many of (observation, configuration) as its function declares.
     """
 
     CONFIGS = {
@@ -236,7 +258,17 @@ class KaggleAdapter:
     def __init__(self, agent: object) -> None:
         self.agent = agent
         code = getattr(agent, "__code__", None)
-        self.wants_configuration = code is None or code.co_argcount >= 2 or bool(code.co_flags & 0x04)
+        self.nargs = getattr(code, "co_argcount", 2)  # Kaggle passes args[:co_argcount]
+        self.move_timeout = 1.0
+        self.bank_at_start = 0.0
+        self.bank = 0.0
+
+    def set_clock(self, msg: dict) -> None:
+        """Read the referee's clock fields of a ``start`` or ``step`` message."""
+        if "move_timeout" in msg:
+            self.move_timeout = float(msg["move_timeout"])
+            self.bank_at_start = float(msg.get("time_bank", 0.0))
+        self.bank = float(msg.get("time_bank", self.bank))
 
     def start(self, state: object, valid_actions: object) -> object:
         return self._act(state)
@@ -259,11 +291,15 @@ class KaggleAdapter:
         mine, theirs = cells.count(1), cells.count(-1)
         mark = 1 if mine == theirs else 2
         board = [0 if v == 0 else (mark if v == 1 else 3 - mark) for v in cells]
-        observation = KaggleStruct(board=board, mark=mark, step=mine + theirs, remainingOverageTime=60)
-        configuration = KaggleStruct(config, episodeSteps=1000, actTimeout=1, agentTimeout=60, timeout=1)
-        if self.wants_configuration:
-            return self.agent(observation, configuration)
-        return self.agent(observation)
+        observation = KaggleStruct(board=board, mark=mark, step=mine + theirs, remainingOverageTime=self.bank)
+        configuration = KaggleStruct(
+            config,
+            episodeSteps=len(cells) + 1,
+            actTimeout=self.move_timeout,
+            timeout=self.move_timeout,
+            agentTimeout=self.bank_at_start,
+        )
+        return self.agent(*(observation, configuration)[: self.nargs])
 
 
 def serve(transport: Transport, player: object) -> int:
@@ -275,6 +311,7 @@ def serve(transport: Transport, player: object) -> int:
     loads = json.loads
     readline = transport.readline
     write = transport.write
+    set_clock = player.set_clock if isinstance(player, KaggleAdapter) else None
     while True:
         line = readline()
         if not line:
@@ -282,6 +319,8 @@ def serve(transport: Transport, player: object) -> int:
         msg = loads(line)
         kind = msg.get("type")
         try:
+            if set_clock is not None and kind in ("start", "step"):
+                set_clock(msg)
             if kind == "step":
                 reply = encode_action(
                     player.step(

@@ -49,6 +49,7 @@ class Limits:
     max_message_bytes: int = 64 * 1024  # longest reply line accepted from the agent
     init_timeout: float = 10.0  # import player.py and construct Player
     move_timeout: float = 1.0  # each start/step/end reply
+    time_bank_s: float = 0.0  # per match: a reply slower than move_timeout draws the excess from it
 
 
 @dataclass(frozen=True)

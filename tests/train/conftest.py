@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "example_players"
 TRAINED = EXAMPLES / "trained_connect_four"
 KAGGLE = EXAMPLES / "kaggle_connectx"
+NEGAMAX = EXAMPLES / "kaggle_negamax"  # kaggle-environments' own negamax, Apache-2.0 test data
 RANDOM = EXAMPLES / "random"
 
 

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import KAGGLE, RANDOM, zip_files
+from conftest import KAGGLE, NEGAMAX, RANDOM, zip_files
 
 from builder import build_submission, validate_zip
 from run_duel.api import LaunchSpec, get_sandbox, play_duel, validate_duel_json
@@ -66,11 +66,41 @@ def test_kaggle_style_tic_tac_toe_agent_in_player_py_without_a_player_class(tmp_
     assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
 
 
-def test_a_module_with_neither_player_nor_agent_fails_to_start_with_a_clear_message(tmp_path):
-    (tmp_path / "main.py").write_text("def helper():\n    return 0\n")
+def test_a_module_with_neither_player_nor_any_function_fails_to_start_with_a_clear_message(tmp_path):
+    (tmp_path / "main.py").write_text("DEPTH = 4\nWEIGHTS = [1, 2, 3]\n")
     result = duel("connect-four", tmp_path, RANDOM, matches=2)
     assert result["player_1_errors"] == 2
     assert "neither a Player class nor a Kaggle-style agent" in result["matches"][0]["error_msg"]
+
+
+def test_kaggle_environments_negamax_pasted_as_main_py_plays_unchanged():
+    """Kaggle's own negamax ConnectX agent, its last function ``negamax_agent`` (not named ``agent``)."""
+    result = duel("connect-four", NEGAMAX, RANDOM, matches=4)
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
+    assert result["player_1_wins"] >= 3  # a 4-ply search beats random
+
+
+def test_the_agent_is_the_last_callable_of_the_file_as_kaggle_loads_it(tmp_path):
+    # ``agent`` comes first and would play an illegal column; Kaggle runs the file's last callable (``act``),
+    # with as many arguments as it declares (here the observation only)
+    (tmp_path / "submission.py").write_text(
+        textwrap.dedent(
+            """
+            import random
+
+
+            def agent(observation, configuration):
+                return 99
+
+
+            def act(observation):
+                assert not hasattr(observation, "columns")
+                return random.choice([c for c in range(7) if observation.board[c] == 0])
+            """
+        )
+    )
+    result = duel("connect-four", tmp_path, RANDOM, matches=2)
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
 
 
 def test_builder_accepts_a_main_py_only_zip(tmp_path):
