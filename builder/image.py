@@ -8,14 +8,17 @@ Image layout (every language)::
 
 The language comes from the entry file (``builder.languages``): ``player.py``/``main.py`` (Python, our
 harness imports it), ``main.cpp`` (C++: every .cpp is compiled at build time, as user 10001, with g++
-against ``/opt/arena/arena.hpp``; the program is the entrypoint) or ``main.js`` (Node.js runs our
+against ``/opt/arena/arena.hpp``; the entrypoint, ``launch_when_ready.sh``, execs the program once the
+referee's socket exists) or ``main.js`` (Node.js runs our
 ``arena_harness.js``, which requires it). Each language has its own base image
 (``scripts/build_base_image.sh``).
 
 A Python agent's ``requirements.txt`` is resolved wheels-only on this host into the shared wheel cache
 (``builder.wheels``), and a first build stage installs exactly those wheels with ``--no-index`` as user
 10001 under time, size and file-count limits; the final image copies the result, root-owned and read-only,
-to ``/opt/agent-packages`` (on ``PYTHONPATH``). No build step ever has network (``network_mode=none``),
+to ``/opt/agent-packages``, which the harness adds to the path only in the agent's process once its seat is
+ready (never on ``PYTHONPATH`` at start-up: a package's ``sitecustomize.py`` or ``.pth`` never runs before
+that, nor in a warm container's factory). No build step ever has network (``network_mode=none``),
 and none runs the submission's code.
 
 Images are tagged ``<repository>:<content hash prefix>-<build key prefix>``, the build key hashing the
@@ -64,9 +67,10 @@ from builder.wheels import (
 from builder.zip_validation import ValidatedZip, read_member_capped
 from run_duel.images import ImageCache, cache_budget_from_env, parse_digest_ref
 from run_duel.registry import RegistryConfig, RegistryConfigError
+from run_duel.sandbox.base import HARNESS_PYTHON_FLAGS
 from run_duel.sandbox.docker_client import get_client
 
-TEMPLATE_VERSION = "3"
+TEMPLATE_VERSION = "4"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 AGENT_UID = 10001
 MAX_LOG_CHARS = 512 * 1024
@@ -79,12 +83,20 @@ CPP_PROGRAM = "/opt/agent-bin/agent"
 #: Our files copied to /opt/arena/ in each language's image (name in the image -> source).
 ARENA_FILES: dict[str, dict[str, Path]] = {
     "python": {"arena_harness.py": HARNESS_PATH, "install_packages.sh": IMAGE_FILES / "install_packages.sh"},
-    "cpp": {"arena.hpp": HARNESS_DIR / "arena.hpp", "compile_cpp.sh": IMAGE_FILES / "compile_cpp.sh"},
+    "cpp": {
+        "arena.hpp": HARNESS_DIR / "arena.hpp",
+        "compile_cpp.sh": IMAGE_FILES / "compile_cpp.sh",
+        "launch_when_ready.sh": IMAGE_FILES / "launch_when_ready.sh",
+    },
     "javascript": {"arena_harness.js": HARNESS_DIR / "arena_harness.js"},
 }
+#: Nothing of the agent's runs before its seat is ready: our Python harness starts isolated
+#: (``HARNESS_PYTHON_FLAGS``; the packages are not on ``PYTHONPATH``, the harness adds them in the agent's
+#: process once connected) and a C++ program starts only once the referee's socket exists, that is once
+#: the data folder is filled (``launch_when_ready.sh``).
 ENTRYPOINTS: dict[str, list[str]] = {
-    "python": ["python3", "-B", "-s", "/opt/arena/arena_harness.py", "--agent-dir", "/agent"],
-    "cpp": [CPP_PROGRAM],
+    "python": ["python3", *HARNESS_PYTHON_FLAGS, "/opt/arena/arena_harness.py", "--agent-dir", "/agent"],
+    "cpp": ["/bin/sh", "/opt/arena/launch_when_ready.sh", CPP_PROGRAM],
     "javascript": ["node", "/opt/arena/arena_harness.js", "--agent-dir", "/agent"],
 }
 ENTRYPOINT = ENTRYPOINTS["python"]
@@ -150,7 +162,6 @@ def render_dockerfile(
                 f"RUN sh /tmp/install_packages.sh {settings.packages_timeout_s} "
                 f"{settings.packages_max_mb * 1024 * 1024} {settings.packages_max_files}",
             ]
-            env += f" PYTHONPATH={PACKAGES_DIR}"
         lines += [f"FROM {base_image}"]
         if wheels:
             lines += [f"COPY --from=packages --chown=0:0 {PACKAGES_DIR} {PACKAGES_DIR}"]

@@ -17,6 +17,7 @@ is capped.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -41,6 +42,22 @@ DEFAULT_DATA_MB = 10
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Why writing an archive's member into a fresh, empty folder of the right size fails when the archive's
+#: own content is at fault: a name twice or a file where a folder goes (or whatever an agent that ran
+#: before the fill planted there), more inodes or bytes than the folder takes, a name or file too big.
+_CONTENT_ERRNOS = frozenset(
+    {
+        errno.EEXIST,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ELOOP,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENAMETOOLONG,
+        errno.EFBIG,
+        errno.EMLINK,
+    }
+)
 
 
 class DataError(ValueError):
@@ -53,12 +70,15 @@ class AgentData:
 
     The referee fills ``saved`` (the folder as a tar, possibly of an empty folder) or ``problem`` (one
     sentence for the agent's owner) when ``save`` is set; a relaunched agent starts again from
-    ``archive``."""
+    ``archive``. When ``archive`` cannot be written into the folder because of its own content
+    (``fill_folder`` raises ``DataError``), the seat is charged, ``refused`` is set and ``saved`` is an
+    empty folder: the platform stores that, so the next duel starts afresh, and notes ``problem``."""
 
     archive: bytes = b""  # the folder's content as an uncompressed POSIX tar; b"" is an empty folder
     save: bool = True  # read the folder back at the end of the duel
     saved: bytes | None = None
     problem: str = ""
+    refused: bool = False  # ``archive`` could not be restored: the folder is reset (``saved`` empty)
 
 
 def archive_of(files: dict[str, bytes]) -> bytes:
@@ -137,38 +157,51 @@ def _open_dir(parent_fd: int, name: str, *, create: bool, uid: int | None) -> in
 def fill_folder(archive: bytes, root: str, cap_bytes: int, *, uid: int | None = None) -> None:
     """Write ``archive`` into the (empty) folder ``root``, owned by ``uid`` when given (else by us).
 
-    Run before any code of the agent does. Raises ``DataError`` for a bad archive, ``OSError`` when the
-    folder cannot be written (the sandbox's problem, not the agent's)."""
+    Run before any code of the agent does. Raises ``DataError`` when the archive is at fault (it breaks a
+    rule, or one of its members cannot be written for a reason of its own: ``_CONTENT_ERRNOS``), else
+    ``OSError`` when the folder cannot be reached or written (the sandbox's problem, not the agent's)."""
     members = _members(archive, cap_bytes)
     if not members:
         return
-    content = memoryview(archive)  # an uncompressed tar: each file's bytes are a slice of it
     root_fd = os.open(root, _DIR_FLAGS)
     try:
         for info, parts in members:
-            fds = [root_fd]
             try:
-                for part in parts if info.isdir() else parts[:-1]:
-                    fds.append(_open_dir(fds[-1], part, create=True, uid=uid))
-                if info.isdir():
-                    os.fchmod(fds[-1], 0o700 | (info.mode & 0o755))
-                    continue
-                fd = os.open(parts[-1], _CREATE_FLAGS, 0o600, dir_fd=fds[-1])
-                try:
-                    data = content[info.offset_data : info.offset_data + info.size]
-                    while data:
-                        data = data[os.write(fd, data) :]
-                    if uid is not None:
-                        os.fchown(fd, uid, uid)
-                    os.fchmod(fd, 0o644 | (info.mode & 0o111))
-                    os.utime(fd, (info.mtime, info.mtime))
-                finally:
-                    os.close(fd)
-            finally:
-                for fd in fds[1:]:
-                    os.close(fd)
+                _write_member(archive, root_fd, info, parts, uid)
+            except OSError as exc:
+                if exc.errno not in _CONTENT_ERRNOS:
+                    raise
+                raise DataError(f"{info.name!r} cannot be written: {exc.strerror}") from exc
     finally:
         os.close(root_fd)
+
+
+def _write_member(
+    archive: bytes, root_fd: int, info: tarfile.TarInfo, parts: list[str], uid: int | None
+) -> None:
+    """Create one folder or file of the archive under ``root_fd`` (an uncompressed tar: a file's bytes
+    are a slice of it)."""
+    fds = [root_fd]
+    try:
+        for part in parts if info.isdir() else parts[:-1]:
+            fds.append(_open_dir(fds[-1], part, create=True, uid=uid))
+        if info.isdir():
+            os.fchmod(fds[-1], 0o700 | (info.mode & 0o755))
+            return
+        fd = os.open(parts[-1], _CREATE_FLAGS, 0o600, dir_fd=fds[-1])
+        try:
+            data = memoryview(archive)[info.offset_data : info.offset_data + info.size]
+            while data:
+                data = data[os.write(fd, data) :]
+            if uid is not None:
+                os.fchown(fd, uid, uid)
+            os.fchmod(fd, 0o644 | (info.mode & 0o111))
+            os.utime(fd, (info.mtime, info.mtime))
+        finally:
+            os.close(fd)
+    finally:
+        for fd in fds[1:]:
+            os.close(fd)
 
 
 class _Packer:

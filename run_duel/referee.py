@@ -54,7 +54,7 @@ from run_duel.duel_result import (
     aggregate,
 )
 from run_duel.outcomes import ErrorKind
-from run_duel.sandbox.base import LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.sandbox.base import AgentDataRefused, LaunchSpec, Limits, Sandbox, SandboxError
 from run_duel.seat import PlayerFault, Seat, as_action, json_preview, ordinal_move
 
 __all__ = ["MAX_RELAUNCHES", "PlayerFault", "Referee", "as_action", "json_preview", "limits_for", "play_duel"]
@@ -192,8 +192,8 @@ class Referee:
         running, before ``close``: only an agent that played to the end of the duel saves."""
         for agent in self.agents:
             data = agent.spec.data
-            if data is None or not data.save or agent.spec.limits.data_mb <= 0:
-                continue
+            if data is None or not data.save or data.refused or agent.spec.limits.data_mb <= 0:
+                continue  # a refused folder is reset (Seat.refuse_data), never read back
             proc = agent.proc
             try:  # poll_exit asks the engine for a container: an engine failure is ours, never raised
                 running = proc is not None and agent.fatal is None and proc.poll_exit() is None
@@ -239,12 +239,18 @@ class Referee:
         try:
             launch_many = getattr(self.sandbox, "launch_many", None)
             if len(spawn) > 1 and callable(launch_many):
-                procs = launch_many([a.spec for a in spawn])
-                for agent, proc in zip(spawn, procs, strict=True):
-                    agent.attach(proc)
-            else:
-                for agent in spawn:
-                    agent.spawn()
+                try:
+                    procs = launch_many([a.spec for a in spawn])
+                except AgentDataRefused as exc:  # all or nothing: charge that seat, start the others alone
+                    for agent in spawn:
+                        if agent.spec is exc.spec:
+                            agent.refuse_data(exc)
+                else:
+                    for agent, proc in zip(spawn, procs, strict=True):
+                        agent.attach(proc)
+            for agent in spawn:
+                if agent.proc is None and agent.fatal is None:
+                    agent.spawn()  # a data folder it cannot fill makes it fatal (Seat.refuse_data)
             for agent in spawn:
                 agent.await_ready()
             self._place([agent for agent in spawn if agent.proc is not None])

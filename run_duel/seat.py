@@ -17,6 +17,7 @@ the user's code raised (harness ``error``)             CRASH             yes
 a reply line longer than ``max_message_bytes``         OUTPUT_LIMIT      no
 not UTF-8 / JSON / an object / the expected message    BAD_OUTPUT        no
 not an int, or not among the legal actions             INVALID_ACTION    yes
+its data folder cannot be filled from what it saved    CRASH             (never started)
 =====================================================  ================  =================
 
 Fairness: between its own replies the agent is *frozen* (``AgentProcess.freeze``: its cgroup, every
@@ -42,7 +43,7 @@ from typing import Any
 
 from run_duel.channel import ChannelError, ChannelTimeout
 from run_duel.outcomes import ErrorKind
-from run_duel.sandbox.base import AgentProcess, LaunchSpec, Sandbox
+from run_duel.sandbox.base import AgentDataRefused, AgentProcess, LaunchSpec, Sandbox
 from run_duel.sandbox.cgroups import CpuUsage
 
 log = logging.getLogger(__name__)
@@ -180,8 +181,31 @@ class Seat:
     # -- life cycle ----------------------------------------------------------------------------------
 
     def spawn(self) -> None:
-        """Start the process (raises ``SandboxError``); ``await_ready`` finishes the launch."""
-        self.attach(self.sandbox.launch(self.spec))
+        """Start the process (raises ``SandboxError``); ``await_ready`` finishes the launch. A data
+        folder that cannot be filled from what the agent saved makes the seat ``fatal`` instead."""
+        try:
+            self.attach(self.sandbox.launch(self.spec))
+        except AgentDataRefused as exc:
+            self.refuse_data(exc)
+
+    def refuse_data(self, exc: AgentDataRefused) -> None:
+        """The agent's data folder could not be filled because of its own content (``AgentDataRefused``):
+        charged to the agent for every remaining match (CRASH: it could not start), and the folder is
+        reset (``AgentData.refused``; the platform stores the empty folder and notes why)."""
+        data = self.spec.data
+        self.fatal = PlayerFault(
+            ErrorKind.CRASH,
+            f"{self.name} could not start: its data folder could not be restored from what it saved "
+            f"({exc}); the folder is emptied for its next duel",
+            desync=True,
+        )
+        if data is not None:
+            data.refused = True
+            data.saved = b""  # an empty folder
+            data.problem = (
+                f"the folder could not be restored at the start of a duel ({exc}), so the agent could not "
+                "play it and the folder was emptied"
+            )
 
     def attach(self, proc: AgentProcess) -> None:
         """Take a process launched for this seat (e.g. by ``Sandbox.launch_many``)."""
@@ -192,6 +216,8 @@ class Seat:
     def await_ready(self) -> None:
         """Wait for ``ready``, then freeze the agent until its first turn. On failure the seat is marked
         ``fatal`` (charged for every remaining match) and its process discarded."""
+        if self.proc is None and self.fatal is not None:
+            return  # it never started (``refuse_data``)
         assert self.proc is not None
         try:
             reply = self.proc.channel.recv(self.limits.init_timeout, self.limits.max_message_bytes)

@@ -3,16 +3,25 @@
 This file is copied into every agent image, so it is self-contained: standard library and numpy only,
 never ``run_duel``. Usage::
 
-    python arena_harness.py --agent-dir DIR [--connect UNIX_SOCKET_PATH | --warm CONTROL_SOCKET_PATH]
+    python3 -I -B -u arena_harness.py --agent-dir DIR [--packages DIR]
+                                      [--connect UNIX_SOCKET_PATH | --warm CONTROL_SOCKET_PATH]
+
+It always starts isolated (``-I``: no ``PYTHONPATH``, no user site, not even its own folder on
+``sys.path``), so nothing the agent brought (a package's ``sitecustomize.py``, a ``.pth`` file, a module
+shadowing one we import) runs before its seat is ready. The agent's installed packages (``--packages``,
+default ``/opt/agent-packages``) are added only in the agent's own process, once the referee has
+prepared the seat (``add_packages``): after connecting (the referee names its socket only once the data
+folder is filled), after the warm factory's go byte, or on stdin/stdout under bubblewrap (which starts
+Python only once the folder is filled).
 
 Without ``--connect`` the protocol runs over the process's original stdin/stdout, which the harness
 moves to private descriptors first: afterwards fd 0 reads ``/dev/null`` and fd 1 (and ``sys.stdout``)
 write to stderr, so a ``print()`` in the user's code can never corrupt the protocol. With ``--connect``
 the protocol runs over a Unix stream socket (retried briefly until the referee's socket exists).
 
-With ``--warm`` the harness is the warm container's first process (PID 1): it imports numpy, then
-forks one fresh agent process per duel on the referee's request and cleans the container after each
-(see ``warm_main`` and "Warm sandboxes" in ``run_duel/README.md``).
+With ``--warm`` the harness is the warm container's first process (PID 1): it imports numpy (unless the
+agent's packages bring their own), then forks one fresh agent process per duel on the referee's request
+and cleans the container after each (see ``warm_main`` and "Warm sandboxes" in ``run_duel/README.md``).
 
 Messages are described in ``run_duel/README.md``. Exceptions raised by the user's code are reported as
 ``{"type": "error", ...}`` and the harness keeps serving; only ``close``, end of input or a fatal error
@@ -37,6 +46,8 @@ import traceback
 MAX_TRACEBACK = 8000
 MAX_REPR = 200
 CONNECT_RETRY_S = 10.0
+#: Where our image build installs the agent's ``requirements.txt`` (never on ``PYTHONPATH`` at start-up).
+PACKAGES_DIR = "/opt/agent-packages"
 
 _ENDED = b'{"type":"ended"}\n'
 _READY = b'{"type":"ready"}\n'
@@ -173,6 +184,32 @@ def _socket_transport(path: str) -> Transport:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return Transport(sock.fileno(), sock.fileno(), sock)
+
+
+def add_packages(folder: str) -> None:
+    """Make the agent's installed packages importable, in the agent's own process once its seat is ready
+    (never in the warm factory): ``site.addsitedir`` (so their ``.pth`` files work, as in a site-packages
+    folder), placed ahead of the system's packages as ``PYTHONPATH`` would be (a pinned numpy wins over
+    the image's), and exported on ``PYTHONPATH`` for the agent's own Python subprocesses. Nothing when
+    the folder does not exist (no ``requirements.txt``)."""
+    if not folder or not os.path.isdir(folder):
+        return
+    import site
+
+    before = list(sys.path)
+    site.addsitedir(folder)
+    sys.path[:] = [p for p in sys.path if p not in before] + before
+    os.environ["PYTHONPATH"] = folder
+
+
+def ships_numpy(folder: str) -> bool:
+    """Whether the agent's packages may bring their own numpy (a folder listing: no code of theirs runs).
+    A ``.pth`` file counts, since it may put another folder on the path."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(n == "numpy" or n.startswith(("numpy.", "numpy-")) or n.endswith(".pth") for n in names)
 
 
 def load_player(agent_dir: str) -> object:
@@ -347,14 +384,16 @@ def serve(transport: Transport, player: object) -> int:
 
 # -- warm containers -------------------------------------------------------------------------------------
 #
-# ``--warm``: this process is PID 1 of a container that serves one revision for many duels, one at a time.
-# It imports numpy once and then, per duel, forks a fresh agent process (which imports player.py like a
-# cold harness does) and afterwards kills every other process of the container and empties every
-# folder an agent can write. Being PID 1 protects it: the kernel delivers no signal from inside the
+# ``--warm``: this process is PID 1 of a container that serves one revision for many duels, one at a time. It
+# imports numpy once (unless the agent's packages bring their own) and then, per duel, forks a fresh agent
+# process (which, after the referee's go byte, adds the agent's packages and imports player.py like a cold
+# harness does) and afterwards kills every other process of the container and empties every folder an agent
+# can write. Nothing of the agent's ever runs in the factory: it started as ``python3 -I`` (no PYTHONPATH, no
+# site hooks of the agent's packages). Being PID 1 protects it: the kernel delivers no signal from inside the
 # container to a namespace's init unless it handles that signal (it handles only SIGCHLD, a no-op), and
-# ``kill(-1)`` skips it. It is not dumpable, so an agent of the same uid cannot ptrace it or read its
-# memory. The referee talks to it over a SOCK_SEQPACKET control socket (one JSON object per packet; the
-# duel's channel and stderr pipe arrive as descriptors with ``spawn``).
+# ``kill(-1)`` skips it. It is not dumpable, so an agent of the same uid cannot ptrace it or read its memory.
+# The referee talks to it over a SOCK_SEQPACKET control socket (one JSON object per packet; the duel's channel
+# and stderr pipe arrive as descriptors with ``spawn``).
 
 #: Folders an agent can write to in its container; each is emptied after every duel (``/arena-data``, the
 #: agent's persistent data folder, is read back by the referee first and filled again for the next duel).
@@ -411,8 +450,9 @@ def _wipe(path: str) -> None:
 class WarmFactory:
     """PID 1 of a warm container: forks one agent process per duel and cleans up after it."""
 
-    def __init__(self, agent_dir: str, control: socket.socket) -> None:
+    def __init__(self, agent_dir: str, control: socket.socket, packages: str = PACKAGES_DIR) -> None:
         self.agent_dir = agent_dir
+        self.packages = packages
         self.control = control
         self.child = 0  # the current duel's agent process (0: none)
         self.status: int | None = None  # its exit code, negative for a signal
@@ -545,9 +585,9 @@ class WarmFactory:
         if numpy is not None:
             numpy.random.seed()
         sock = socket.socket(fileno=channel_fd)
-        if sock.recv(1) != b"\n":  # the referee placed this process (its freezer cgroup): go
+        if sock.recv(1) != b"\n":  # the referee placed this process and filled its data folder: go
             return 1
-        return run_agent(Transport(sock.fileno(), sock.fileno(), sock), self.agent_dir)
+        return run_agent(Transport(sock.fileno(), sock.fileno(), sock), self.agent_dir, self.packages)
 
     def pin(self, cpus: set[int]) -> bool:
         """Set the affinity of every thread of every agent process (placement, as a cpuset would)."""
@@ -617,8 +657,12 @@ def _connect_control(path: str) -> socket.socket:
             time.sleep(0.02)
 
 
-def warm_main(agent_dir: str, control_path: str) -> int:
-    """Serve as a warm container's PID 1 (refuses anywhere else: ``kill(-1)`` would reach too far)."""
+def warm_main(agent_dir: str, control_path: str, packages: str = PACKAGES_DIR) -> int:
+    """Serve as a warm container's PID 1 (refuses anywhere else: ``kill(-1)`` would reach too far).
+
+    The factory never imports anything of the agent's: its packages join the path only in each forked
+    agent process. numpy is imported here, once for every duel, only when those packages do not bring a
+    numpy of their own (which the agent's process then imports itself)."""
     if os.getpid() != 1:
         print("arena_harness: --warm runs only as a container's first process", file=sys.stderr)
         return 2
@@ -628,18 +672,21 @@ def warm_main(agent_dir: str, control_path: str) -> int:
         print("arena_harness: could not make the factory undumpable", file=sys.stderr)
         return 2
     control = _connect_control(control_path)
-    importlib.import_module("numpy")
+    if not ships_numpy(packages):
+        importlib.import_module("numpy")
     import gc
 
     gc.collect()
     gc.freeze()  # keep the factory's objects out of the children's collections (fewer copied pages)
     control.sendall(b'{"type":"warm"}')
-    return WarmFactory(agent_dir, control).serve()
+    return WarmFactory(agent_dir, control, packages).serve()
 
 
-def run_agent(transport: Transport, agent_dir: str) -> int:
-    """Load the player, say ``ready`` and serve; the exit code of the agent process."""
+def run_agent(transport: Transport, agent_dir: str, packages: str = PACKAGES_DIR) -> int:
+    """In the agent's process, its seat ready: add its packages, load the player, say ``ready`` and
+    serve; the exit code of the agent process."""
     try:
+        add_packages(packages)
         player = load_player(agent_dir)
     except Exception as exc:
         transport.write(_error_message(exc))
@@ -653,14 +700,17 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: parse arguments, set up the transport, load the player, serve."""
     parser = argparse.ArgumentParser(description="RL Arena agent harness")
     parser.add_argument("--agent-dir", required=True, help="folder holding player.py")
+    parser.add_argument(
+        "--packages", default=PACKAGES_DIR, help="the agent's packages (added once its seat is ready)"
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--connect", help="Unix socket of the referee (default: stdin/stdout)")
     group.add_argument("--warm", help="serve as a warm container's process factory on this control socket")
     args = parser.parse_args(argv)
     if args.warm:
-        return warm_main(args.agent_dir, args.warm)
+        return warm_main(args.agent_dir, args.warm, args.packages)
     transport = _socket_transport(args.connect) if args.connect else _stdio_transport()
-    return run_agent(transport, args.agent_dir)
+    return run_agent(transport, args.agent_dir, args.packages)
 
 
 if __name__ == "__main__":

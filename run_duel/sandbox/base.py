@@ -17,6 +17,13 @@ from run_duel.agent_data import AgentData
 from run_duel.channel import Channel
 from run_duel.sandbox.cgroups import CpuUsage
 
+#: How every sandbox (and our image's entrypoint) starts the Python harness: isolated (``-I``: no
+#: ``PYTHONPATH``, no user site, not even the script's folder on ``sys.path``), so nothing an agent
+#: brought (a package's ``sitecustomize.py`` or ``.pth`` file, a module shadowing one the harness imports)
+#: runs before its seat is ready; the harness adds the agent's packages in the agent's own process then.
+#: ``-B``: no bytecode written; ``-u``: unbuffered output (``-I`` ignores ``PYTHONUNBUFFERED``).
+HARNESS_PYTHON_FLAGS = ("-I", "-B", "-u")
+
 #: The files the harness imports, in order: ``player.py`` (class Player), else ``main.py`` (a Kaggle
 #: ``agent(observation, configuration)``).
 AGENT_ENTRY_FILES = ("player.py", "main.py")
@@ -77,6 +84,17 @@ class LaunchSpec:
 
 class SandboxError(RuntimeError):
     """Our side failed to start or manage a sandbox (infrastructure: never charged to a player)."""
+
+
+class AgentDataRefused(Exception):
+    """The agent's data folder could not be filled because of what its archive holds (a name twice, a
+    file where a folder goes, more files than the folder's size takes...): the agent's own doing, never
+    infrastructure. The seat charges it and empties the folder (``Seat.refuse_data``). ``spec`` is the
+    launch it belongs to (``launch_many`` launches several)."""
+
+    def __init__(self, message: str, spec: LaunchSpec) -> None:
+        super().__init__(message)
+        self.spec = spec
 
 
 class AgentProcess(ABC):

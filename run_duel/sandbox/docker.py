@@ -59,11 +59,13 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Ulimit
 from requests.exceptions import RequestException
 
-from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, fill_folder
+from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, DataError, fill_folder
 from run_duel.channel import Channel
 from run_duel.images import ImageCache, ImageUnavailable, parse_digest_ref
 from run_duel.sandbox import cgroups
 from run_duel.sandbox.base import (
+    HARNESS_PYTHON_FLAGS,
+    AgentDataRefused,
     AgentProcess,
     ExitInfo,
     LaunchSpec,
@@ -146,15 +148,19 @@ def _owner_labels() -> dict[str, str]:
 
 
 def container_config(
-    image: str, spec: LaunchSpec, socket_dir: str, *, warm_agent_dir: str | None = None
+    image: str, spec: LaunchSpec, socket_dir: str, *, agent_dir: str | None = None, warm: bool = False
 ) -> dict[str, Any]:
     """Keyword arguments for ``APIClient.create_container`` (host config included).
 
-    With ``warm_agent_dir`` the container is a warm one (``docker_warm``): its first process is the
-    harness mounted with the launch folder, in ``--warm`` mode (no init: the factory is PID 1), it carries
-    no duel labels (it serves many duels) and the duel's variables (``spec.env``) go to each agent process
-    instead of the container."""
+    With ``agent_dir`` (the image's entrypoint is our Python harness, ``warm_capable``) the container runs
+    this checkout's harness, mounted with the launch folder, as ``python3 -I -B -u`` whatever the image's
+    entrypoint says: an image built before the harness started isolated (``PYTHONPATH`` in its
+    environment) never runs its packages' start-up hooks either. With ``warm`` too the container is a
+    warm one (``docker_warm``): the harness runs in ``--warm`` mode (no init: the factory is PID 1), the
+    container carries no duel labels (it serves many duels) and the duel's variables (``spec.env``) go
+    to each agent process instead of the container."""
     limits: Limits = spec.limits
+    warm_agent_dir = agent_dir if warm else None
     labels = {LABEL: LABEL_VALUE, f"{LABEL}.created": str(int(time.time()))}
     if warm_agent_dir is None:
         labels.update({f"{LABEL}.{key}": str(value) for key, value in spec.labels.items()})
@@ -210,13 +216,15 @@ def container_config(
     command = ["--connect", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"]
     extra: dict[str, Any] = {}
     if warm_agent_dir is None:
-        env.update(spec.env)
+        env.update(spec.harness_env())
         if limits.data_mb > 0:
             env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
     else:
+        command = ["--warm", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"]
+    if agent_dir is not None:
         harness = f"{SOCKET_DIR_IN_CONTAINER}/{HARNESS_NAME}"
-        command = ["--agent-dir", warm_agent_dir, "--warm", f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"]
-        extra["entrypoint"] = ["python3", "-B", "-s", harness]
+        command = ["--agent-dir", agent_dir, *command]
+        extra["entrypoint"] = ["python3", *HARNESS_PYTHON_FLAGS, harness]
     return {
         **extra,
         "image": image,
@@ -693,8 +701,23 @@ def _fill_container_data(spec: LaunchSpec, root: str) -> None:
         return
     try:
         fill_folder(archive, root, spec.limits.data_mb * MB, uid=AGENT_UID)
-    except (OSError, ValueError) as exc:
+    except DataError as exc:  # the archive's own content: the agent's (Seat.refuse_data)
+        raise AgentDataRefused(str(exc), spec) from exc
+    except OSError as exc:
         raise SandboxError(f"could not fill the agent's data folder: {exc}") from exc
+
+
+def _bind_anonymously(listener: socket.socket, path: str) -> None:
+    """Bind ``listener`` at ``path`` through a descriptor of its folder. The kernel records the address a
+    socket was bound with and gives it to every connection accepted on it, which lives in the
+    *connecting* process's network namespace: bound by its real path, the agent's container would read
+    the referee's folder (its runtime folder, its pid) in ``/proc/net/unix`` and from ``getpeername``.
+    This way they read ``/proc/self/fd/<n>/agent.sock``, which names nothing of the host."""
+    folder = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        listener.bind(f"/proc/self/fd/{folder}/{os.path.basename(path)}")
+    finally:
+        os.close(folder)
 
 
 def _share_with_agent(socket_dir: str, path: str) -> None:
@@ -754,16 +777,16 @@ class DockerSandbox(Sandbox):
         self.connect_timeout = connect_timeout
         self._processes: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
         self._remover = Remover()
+        self._harness_dirs: dict[str, str | None] = {}  # image -> agent folder (``_harness_agent_dir``)
 
     def launch(self, spec: LaunchSpec) -> DockerAgentProcess:
         """Start agent ``spec.agent`` (an image); return once its harness connected. With reuse on, in a
         warm container of that image when its entrypoint is our Python harness, else in a fresh one."""
-        if self.pool is not None:
-            agent_dir = self._warm_agent_dir(spec.agent)
-            if agent_dir is not None:
-                return self._launch_warm(spec, agent_dir)
+        agent_dir = self._harness_agent_dir(spec.agent)
+        if self.pool is not None and agent_dir is not None:
+            return self._launch_warm(spec, agent_dir)
         socket_dir = tempfile.mkdtemp(prefix="launch-", dir=self._root)
-        container_id, conn, data_root = self._start(spec, socket_dir)
+        container_id, conn, data_root = self._start(spec, socket_dir, agent_dir=agent_dir)
         fd = conn.detach()
         proc = DockerAgentProcess(container_id, Channel(fd, fd), socket_dir, spec.limits)
         proc._data_root = data_root
@@ -774,10 +797,11 @@ class DockerSandbox(Sandbox):
 
     # -- warm containers (docker_warm) ---------------------------------------------------------------
 
-    def _warm_agent_dir(self, image: str) -> str | None:
-        """The agent folder of ``image`` if its entrypoint is our Python harness (cached per process)."""
-        assert self.pool is not None
-        cache = self.pool.capable
+    def _harness_agent_dir(self, image: str) -> str | None:
+        """The agent folder of ``image`` if its entrypoint is our Python harness (cached per process with
+        warm containers, else per sandbox): such a container runs this checkout's harness, isolated
+        (``container_config``), and can run warm."""
+        cache = self.pool.capable if self.pool is not None else self._harness_dirs
         if image not in cache:
             with self._images.use(image):  # fetched by digest if this engine lacks it
                 try:
@@ -801,10 +825,13 @@ class DockerSandbox(Sandbox):
             except WarmError as exc:
                 log.warning("warm container %s retired: %s", container.container_id[:12], exc)
                 self.pool.give_back(container, reusable=False)
+            except AgentDataRefused:  # its forked process never ran: retire the container
+                self.pool.give_back(container, reusable=False)
+                raise
         container = self._new_warm(spec, agent_dir, key)
         try:
             return self._spawn(container, spec)
-        except WarmError:
+        except (WarmError, AgentDataRefused):
             self.pool.give_back(container, reusable=False)
             raise
 
@@ -812,7 +839,7 @@ class DockerSandbox(Sandbox):
         """Start a warm container; return once its factory imported numpy and said ``warm``."""
         assert self.pool is not None
         socket_dir = tempfile.mkdtemp(prefix="warm-", dir=self.pool.root)
-        container_id, conn, _ = self._start(spec, socket_dir, warm_agent_dir=agent_dir)
+        container_id, conn, _ = self._start(spec, socket_dir, agent_dir=agent_dir, warm=True)
         container = WarmContainer(container_id, conn, socket_dir, key)
         self.pool.created += 1
         try:
@@ -833,7 +860,7 @@ class DockerSandbox(Sandbox):
         assert self.pool is not None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         err_r, err_w = os.pipe()
-        env = {**BASE_ENV, **spec.env}
+        env = {**BASE_ENV, **spec.harness_env()}
         if spec.limits.data_mb > 0:
             env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
         try:
@@ -855,6 +882,10 @@ class DockerSandbox(Sandbox):
             if data_root is not None:  # the factory emptied the folder after the previous duel
                 _fill_container_data(spec, data_root)
             ours.sendall(b"\n")  # the agent process waited for this before running anything else
+        except AgentDataRefused:
+            stderr.stop()
+            ours.close()
+            raise
         except (WarmError, OSError, SandboxError) as exc:
             stderr.stop()
             ours.close()
@@ -870,32 +901,34 @@ class DockerSandbox(Sandbox):
     # -- containers ----------------------------------------------------------------------------------
 
     def _start(
-        self, spec: LaunchSpec, socket_dir: str, *, warm_agent_dir: str | None = None
+        self, spec: LaunchSpec, socket_dir: str, *, agent_dir: str | None = None, warm: bool = False
     ) -> tuple[str, socket.socket, str | None]:
         """Create and start a container of ``spec.agent`` whose harness connects to a socket in
         ``socket_dir``; return its id, the connection and (a cold container with a data folder) the data
         folder's path as we reach it. On failure nothing is left (container removed in the background,
-        folder deleted).
+        folder deleted). ``agent_dir``: the image runs our Python harness, mounted (``container_config``);
+        ``warm``: as a warm container's factory.
 
         A cold container's data folder is filled before its harness can connect (the socket only gets
-        its name then; the harness retries until it does), so before any code of the agent runs."""
+        its name then; the harness, or our C++ image's launcher, waits until it does), so before any code
+        of the agent runs."""
         container_id: str | None = None
         listener: socket.socket | None = None
-        kind = socket.SOCK_STREAM if warm_agent_dir is None else socket.SOCK_SEQPACKET
-        fill = warm_agent_dir is None and spec.limits.data_mb > 0
+        kind = socket.SOCK_SEQPACKET if warm else socket.SOCK_STREAM
+        fill = not warm and spec.limits.data_mb > 0
         data_root = None
         try:
             path = os.path.join(socket_dir, SOCKET_NAME)
             bound = os.path.join(socket_dir, ".pending.sock") if fill else path
             listener = socket.socket(socket.AF_UNIX, kind | socket.SOCK_CLOEXEC)
-            listener.bind(bound)
+            _bind_anonymously(listener, bound)
             _share_with_agent(socket_dir, bound)
             listener.listen(1)
-            if warm_agent_dir is not None:
+            if agent_dir is not None:
                 harness = os.path.join(socket_dir, HARNESS_NAME)
                 shutil.copyfile(HARNESS_FILE, harness)
                 os.chmod(harness, 0o644)
-            config = container_config(spec.agent, spec, socket_dir, warm_agent_dir=warm_agent_dir)
+            config = container_config(spec.agent, spec, socket_dir, agent_dir=agent_dir, warm=warm)
             # The image is fetched if this engine lacks it, and kept until the container exists.
             with self._images.use(spec.agent):
                 try:
@@ -945,6 +978,8 @@ class DockerSandbox(Sandbox):
         if failures:
             for proc in launched:
                 proc.kill()
+            # A refused data folder first: the referee charges that seat and starts the others alone.
+            failures.sort(key=lambda exc: not isinstance(exc, AgentDataRefused))
             raise failures[0]
         return launched
 

@@ -47,10 +47,19 @@ import time
 import uuid
 from pathlib import Path
 
-from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, check_archive, fill_folder
+from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, DataError, check_archive, fill_folder
 from run_duel.channel import Channel
 from run_duel.sandbox import cgroups, seccomp
-from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Limits, Sandbox, SandboxError
+from run_duel.sandbox.base import (
+    HARNESS_PYTHON_FLAGS,
+    AgentDataRefused,
+    AgentProcess,
+    ExitInfo,
+    LaunchSpec,
+    Limits,
+    Sandbox,
+    SandboxError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -626,7 +635,7 @@ class LocalSandbox(Sandbox):
         if seccomp_fd is not None:
             cmd += ["--seccomp", str(seccomp_fd)]  # Docker's default refusals (sandbox/seccomp.py)
         cmd += ["--remount-ro", "/", "--chdir", "/agent", "--"]
-        cmd += [self.python, "-B", "-s", "/arena/arena_harness.py", "--agent-dir", "/agent"]
+        cmd += [self.python, *HARNESS_PYTHON_FLAGS, "/arena/arena_harness.py", "--agent-dir", "/agent"]
         return cmd
 
     @staticmethod
@@ -725,7 +734,7 @@ class LocalSandbox(Sandbox):
                     os.mkdir(data_root, 0o700)
                     fill_folder(archive, data_root, limits.data_mb * MB)
                     extra_env[DATA_DIR_ENV] = data_root
-                cmd = [self.python, "-B", "-s", str(HARNESS_PATH), "--agent-dir", str(local_agent)]
+                cmd = [self.python, *HARNESS_PYTHON_FLAGS, str(HARNESS_PATH), "--agent-dir", str(local_agent)]
                 env = self._environment(str(Path(workdir, "home")), str(Path(workdir, "tmp")), extra_env)
                 cwd = str(local_agent)
             to_child_r, to_child_w = os.pipe2(os.O_CLOEXEC)
@@ -751,6 +760,8 @@ class LocalSandbox(Sandbox):
                 cgroup.remove()
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
+            if isinstance(exc, DataError):  # the archive's own content (check_archive, fill_folder)
+                raise AgentDataRefused(str(exc), spec) from exc
             raise SandboxError(f"could not start the local agent process: {exc}") from exc
         for fd in (to_child_r, from_child_w, err_w, *pass_fds):
             os.close(fd)
@@ -766,6 +777,8 @@ class LocalSandbox(Sandbox):
                     folder.fill(data_pipes[1], archive, limits.data_mb * MB)
                 except (OSError, ValueError, SandboxError) as exc:
                     agent.kill()
+                    if isinstance(exc, DataError):  # the archive's own content: the agent's
+                        raise AgentDataRefused(str(exc), spec) from exc
                     raise SandboxError(f"could not fill the agent's data folder: {exc}") from exc
         agent._data_root = data_root
         return agent
