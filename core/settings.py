@@ -459,3 +459,10 @@ LOGGING = {
         "celery": {"level": LOG_LEVEL},
     },
 }
+
+# --- Operations (ops/, docs/DEPLOYMENT.md "Monitoring") ---
+# GET /metrics (Prometheus text format) answers only `Authorization: Bearer <METRICS_TOKEN>`; unset: 404,
+# the endpoint does not exist. Give Prometheus the token through a credentials file.
+METRICS_TOKEN = env_secret("METRICS_TOKEN") or ""
+# GET /readyz fails its disk check under this many MiB free in DATA_DIR.
+READYZ_MIN_FREE_MB = env_int("READYZ_MIN_FREE_MB", 1024, minimum=0)

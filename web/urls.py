@@ -7,7 +7,7 @@ from django.urls import include, path, reverse_lazy
 from django.views.generic import TemplateView
 
 from web.page_cache import cached_page, competitor_version, game_version
-from web.views import accounts, agent_data, health, kits, notifications, pages, play, records, seasons, upload
+from web.views import accounts, agent_data, health, kits, notifications, ops, pages, play, records, seasons, upload
 
 # Public pages served from the cache to anonymous visitors, keyed by the ratings they show (page_cache.py).
 game_page = cached_page("game", game_version)(pages.game)
@@ -62,6 +62,8 @@ account_patterns = [
 urlpatterns = [
     path("", pages.home, name="home"),
     path("healthz", health.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics, name="metrics"),
     path("accounts/", include(account_patterns)),
     path("games/<slug:slug>/", game_page, name="game"),
     path("games/<slug:slug>/leaderboard/", leaderboard_partial, name="leaderboard"),

@@ -1,0 +1,1 @@
+"""Operating the arena: Prometheus metrics read from the database, readiness checks, backups."""
