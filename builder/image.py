@@ -426,8 +426,8 @@ def submission_language(validated: ValidatedZip) -> Language:
     language = detect_language(e.path for e in validated.entries)
     if language is None:
         raise ImageBuildError(
-            "no entry file: the zip needs player.py or main.py (Python), main.cpp (C++) or main.js "
-            "(JavaScript)",
+            "no entry file: the zip needs player.py, main.py or submission.py (Python), main.cpp (C++) or "
+            "main.js (JavaScript)",
             kind="BUILD_FAILED",
         )
     return language

@@ -3,7 +3,8 @@
 | entry file | language | what runs |
 |---|---|---|
 | ``player.py`` | Python | our harness imports it and builds its ``Player`` class |
-| ``main.py`` | Python | a Kaggle-style ``agent(observation, configuration)`` (or a ``Player``) |
+| ``main.py`` | Python | a Kaggle agent: the file's last function, as Kaggle runs it (or a ``Player``) |
+| ``submission.py`` | Python | the same, under the name Kaggle notebooks write their submission to |
 | ``main.cpp`` | C++ | compiled with the other ``.cpp`` files at build time against ``arena.hpp`` |
 | ``main.js`` | JavaScript | our Node.js harness ``require``s it and builds the ``Player`` it exports |
 
@@ -30,11 +31,12 @@ class Language:
 
 PYTHON = Language("python", "Python", "player.py")
 PYTHON_KAGGLE = Language("python", "Python", "main.py")
+PYTHON_KAGGLE_SUBMISSION = Language("python", "Python", "submission.py")
 CPP = Language("cpp", "C++", "main.cpp")
 JAVASCRIPT = Language("javascript", "JavaScript", "main.js")
 
 #: In the order they are looked for.
-_BY_ENTRY = (PYTHON, PYTHON_KAGGLE, CPP, JAVASCRIPT)
+_BY_ENTRY = (PYTHON, PYTHON_KAGGLE, PYTHON_KAGGLE_SUBMISSION, CPP, JAVASCRIPT)
 ENTRY_FILES: tuple[str, ...] = tuple(language.entry_file for language in _BY_ENTRY)
 LANGUAGE_KEYS: tuple[str, ...] = ("python", "cpp", "javascript")
 
@@ -73,7 +75,9 @@ def describe(language: Language) -> str:
     """One sentence for the uploader, e.g. ``C++ agent (main.cpp, compiled at build time)``."""
     how = {
         "player.py": "its Player class is imported by our Python harness",
-        "main.py": "a Kaggle-style agent() function (or a Player class), run by our Python harness",
+        "main.py": "a Kaggle agent, the file's last function (or a Player class), run by our Python harness",
+        "submission.py": "a Kaggle agent, the file's last function (or a Player class), run by our Python "
+        "harness",
         "main.cpp": "compiled at build time with g++ (C++17) against arena.hpp",
         "main.js": "run by our Node.js harness",
     }[language.entry_file]

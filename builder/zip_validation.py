@@ -171,8 +171,9 @@ def _strip_top_folder(files: dict[str, list[str]], dirs: set[str]) -> str:
             return top + "/"
     raise ValidationError(
         "player.py is missing: the zip must contain player.py at its top level "
-        "(or inside one single top-level folder); a Kaggle-style main.py defining "
-        "agent(observation, configuration) is accepted instead for Connect Four and Tic-tac-toe, "
+        "(or inside one single top-level folder); a Kaggle agent's main.py (or submission.py), whose "
+        "last function is agent(observation, configuration), is accepted instead for Connect Four and "
+        "Tic-tac-toe, "
         "main.cpp for a C++ agent and main.js for a JavaScript one"
     )
 

@@ -21,7 +21,7 @@ import zlib
 from typing import IO
 
 #: The files the harness imports, in the order it looks for them (as ``run_duel``'s harness does).
-ENTRY_FILES = ("player.py", "main.py")
+ENTRY_FILES = ("player.py", "main.py", "submission.py")
 #: Python files larger than this are not compiled here (generated code, vendored data); the smoke test
 #: still catches their errors.
 MAX_SOURCE_BYTES = 512 * 1024

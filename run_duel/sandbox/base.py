@@ -24,9 +24,9 @@ from run_duel.sandbox.cgroups import CpuUsage
 #: ``-B``: no bytecode written; ``-u``: unbuffered output (``-I`` ignores ``PYTHONUNBUFFERED``).
 HARNESS_PYTHON_FLAGS = ("-I", "-B", "-u")
 
-#: The files the harness imports, in order: ``player.py`` (class Player), else ``main.py`` (a Kaggle
-#: ``agent(observation, configuration)``).
-AGENT_ENTRY_FILES = ("player.py", "main.py")
+#: The files the harness imports, in order: ``player.py`` (class Player), else ``main.py``, else
+#: ``submission.py`` (a Kaggle agent: the file's last function).
+AGENT_ENTRY_FILES = ("player.py", "main.py", "submission.py")
 
 
 def runtime_dir() -> Path:

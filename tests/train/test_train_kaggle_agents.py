@@ -112,6 +112,14 @@ def test_builder_accepts_a_main_py_only_zip(tmp_path):
     assert (Path(built.agent_ref) / "main.py").is_file()
 
 
+def test_builder_accepts_a_submission_py_only_zip_and_it_plays(tmp_path):
+    archive = zip_files(tmp_path / "kaggle.zip", {"submission.py": (NEGAMAX / "main.py").read_bytes()})
+    built = build_submission(archive, backend="local", work_dir=tmp_path / "work")
+    assert built.ok, built.error
+    result = duel("connect-four", built.agent_ref, RANDOM, matches=2)
+    assert no_errors(result), [m["error_msg"] for m in result["matches"] if m["error_kind"]]
+
+
 def test_builder_message_mentions_the_kaggle_entry_when_nothing_is_found(tmp_path):
     archive = zip_files(tmp_path / "none.zip", {"agent.py": b"def agent(o, c):\n    return 0\n"})
     built = build_submission(archive, backend="local", work_dir=tmp_path / "work")
