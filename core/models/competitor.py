@@ -101,6 +101,17 @@ class Revision(models.Model):
     packages = models.JSONField(
         default=list, blank=True, help_text="[name, version] of each package installed from requirements.txt."
     )
+    package_notes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="About its packages: environment.yml pins relaxed, entries left out, the stack used.",
+    )
+    stack = models.CharField(
+        max_length=100, blank=True, help_text='The shared stack its image builds on ("torch 2.13.0+cpu").'
+    )
+    added_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="What its image adds to the shared base or stack; None: unknown."
+    )
     error_message = models.TextField(blank=True, help_text="Why it failed, shown to the owner.")
     is_public = models.BooleanField(default=False)
     wipe_data = models.BooleanField(
