@@ -111,6 +111,17 @@ def test_the_guide_covers_protocol_limits_errors_and_local_tests(client, games, 
     assert 'id="client"' in html
 
 
+def test_the_guide_shows_each_games_time_bank_and_what_kaggle_agents_are_told(client, games):
+    from environments import get_info
+
+    html = client.get(reverse("web:guide")).content.decode()
+    assert 'id="time-bank"' in html
+    bank = get_info("connect-four").time_bank_s
+    assert f'<td class="num">{bank:g} s</td>' in html
+    assert "remainingOverageTime" in html and "actTimeout" in html
+    assert "<code>submission.py</code>" in html and "last function" in html
+
+
 def test_the_guide_is_in_the_header_of_every_page(client, games):
     html = client.get(reverse("web:home")).content.decode()
     assert f'<a href="{reverse("web:guide")}"' in html

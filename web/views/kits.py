@@ -81,6 +81,16 @@ def _environments() -> list[Environment]:
     return [e for e in Environment.objects.filter(is_active=True).order_by("name") if starter_kit_dir(e.slug)]
 
 
+def _time_bank_s(slug: str) -> float | None:
+    """A game's time bank per match (its ``info.yml``'s ``time_bank_s``); ``None`` if the game is gone."""
+    from environments import UnknownGameError, get_info
+
+    try:
+        return get_info(slug).time_bank_s
+    except UnknownGameError:
+        return None
+
+
 @require_GET
 def guide(request: HttpRequest) -> HttpResponse:
     """Writing an agent: the protocol, the limits, the data folder, the errors, local tests, the CLI."""
@@ -89,6 +99,7 @@ def guide(request: HttpRequest) -> HttpResponse:
     envs = _environments()
     for env in envs:  # each game's data folder cap (AGENT_DATA_MB or its info.yml's data_mb)
         env.data_mb = data_cap_mb(env.slug)
+        env.time_bank_s = _time_bank_s(env.slug)
     example = next((e for e in envs if e.slug == "connect-four"), envs[0] if envs else None)
     context = {
         "environments": envs,
