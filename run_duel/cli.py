@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 import orjson
 
 from environments import UnknownGameError, all_slugs, get_info
+from run_duel import agent_formats
 from run_duel.agent_data import DEFAULT_DATA_MB, MB, DataError, load_host_folder, store_in_host_folder
 from run_duel.api import SANDBOXES, get_sandbox, play_duel
 from run_duel.referee import limits_for
@@ -118,6 +119,14 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help=f"size of the data folders in MB (default: the game's data_mb, else {DEFAULT_DATA_MB})",
     )
+    for n in (1, 2):
+        parser.add_argument(
+            f"--format-{n}",
+            choices=agent_formats.CHOICES,
+            default="auto",
+            help=f"player {n}'s agent format (default auto: rl-arena when environment.yml sits next to "
+            "player.py in one of rl-arena's games, else native)",
+        )
     parser.add_argument(
         "--no-pin",
         action="store_true",
@@ -169,9 +178,16 @@ def _check(args: argparse.Namespace) -> tuple[LaunchSpec, LaunchSpec]:
                 data = load_host_folder(folder, data_mb * MB)
             except DataError as exc:
                 raise UsageError(f"--data-{n}: {exc}") from exc
+        try:
+            agent_format, _ = agent_formats.resolve(
+                getattr(args, f"format_{n}"), args.env, agent_formats.root_files(ref)
+            )
+        except ValueError as exc:
+            raise UsageError(f"--format-{n}: {exc}") from exc
         specs.append(
             LaunchSpec(
                 agent=resolve_agent(ref, args.sandbox),
+                agent_format=agent_format,
                 env=env,
                 labels={"seat": str(n)},
                 limits=Limits(data_mb=data_mb),

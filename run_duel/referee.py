@@ -474,8 +474,8 @@ def play_duel(
     if limits is None:
         limits = limits_for(info, agent_1.limits) if info is not None else agent_1.limits
     specs = (
-        dataclasses.replace(agent_1, limits=limits, labels={**agent_1.labels, "seat": "1"}),
-        dataclasses.replace(agent_2, limits=limits, labels={**agent_2.labels, "seat": "2"}),
+        dataclasses.replace(agent_1, limits=limits, labels={**agent_1.labels, "seat": "1"}, game=slug),
+        dataclasses.replace(agent_2, limits=limits, labels={**agent_2.labels, "seat": "2"}, game=slug),
     )
     referee = Referee(
         game,

@@ -80,6 +80,15 @@ class LaunchSpec:
     labels: dict[str, str] = field(default_factory=dict)  # e.g. {"duel": "42", "seat": "1"}
     env: dict[str, str] = field(default_factory=dict)  # extra variables for the agent (never secrets)
     data: AgentData | None = None  # its persistent folder's content, and what the referee read back
+    #: Which adapter the harness wraps the agent in (``run_duel.agent_formats``): ``native`` (our Player,
+    #: or a Kaggle-style module, detected), ``kaggle`` or ``rl-arena`` (the original rl-arena's Player).
+    agent_format: str = "native"
+    game: str = ""  # the game's slug (``play_duel`` sets it): the rl-arena adapter converts for it
+
+    def harness_env(self) -> dict[str, str]:
+        """``env`` plus what the harness must know at launch: the agent's format and the game
+        (``ARENA_AGENT_FORMAT``, ``ARENA_GAME``); every sandbox gives these to the agent's harness."""
+        return {**self.env, "ARENA_AGENT_FORMAT": self.agent_format, "ARENA_GAME": self.game}
 
 
 class SandboxError(RuntimeError):

@@ -704,7 +704,7 @@ class LocalSandbox(Sandbox):
         data_pipes: tuple[int, int | None] | None = None  # (info read end, block write end), bubblewrap
         data_root: str | None = None
         try:
-            extra_env = dict(spec.env)
+            extra_env = spec.harness_env()
             if workdir is None:
                 seccomp_fd = seccomp.program_fd()
                 if seccomp_fd is not None:
