@@ -83,6 +83,13 @@ class Revision(models.Model):
         FAILED = "FAILED", "publishing failed"
         REFUSED = "REFUSED", "not publishable"  # its files cannot go to git (publisher): never retried
 
+    class AgentFormat(models.TextChoices):
+        """The values of ``run_duel.agent_formats.FORMATS``."""
+
+        NATIVE = "native", "native (this arena's Player)"
+        KAGGLE = "kaggle", "Kaggle agent"
+        RL_ARENA = "rl-arena", "rl-arena (the original project's Player)"
+
     competitor = models.ForeignKey(Competitor, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.UPLOADED)
@@ -111,6 +118,15 @@ class Revision(models.Model):
     )
     added_bytes = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="What its image adds to the shared base or stack; None: unknown."
+    )
+    agent_format = models.CharField(
+        max_length=16,
+        choices=AgentFormat.choices,
+        default=AgentFormat.NATIVE,
+        help_text="Which adapter runs it (run_duel.agent_formats): detected at upload unless chosen.",
+    )
+    agent_format_detected = models.BooleanField(
+        default=True, help_text="True: the format was detected from the upload; False: the owner chose it."
     )
     error_message = models.TextField(blank=True, help_text="Why it failed, shown to the owner.")
     is_public = models.BooleanField(default=False)
