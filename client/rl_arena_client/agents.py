@@ -14,6 +14,7 @@ import io
 import shutil
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from rl_arena_client.api import CliError
@@ -86,10 +87,59 @@ def _extract(archive: Path) -> Path:
     return found[0]
 
 
+def zip_problem(path: Path) -> str | None:
+    """Why ``path`` (an existing file) cannot be read as a zip, e.g. ``"not a valid zip: File is not a zip
+    file"``; ``None`` when it opens and every member's checksum is right."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, zlib.error) as exc:
+        return f"not a valid zip: {exc}"
+    if bad is not None:
+        return f"not a valid zip: {bad!r} is damaged (its checksum does not match)"
+    return None
+
+
+def upload_entry(names: list[str]) -> str | None:
+    """The entry file of a zip's member ``names`` as the arena resolves it (at the top, or inside one single
+    top-level folder; the first of ``UPLOAD_ENTRY_FILES`` found), e.g. ``"bot/main.py"``; ``None``."""
+    names = [n for n in names if not n.endswith("/") and not n.startswith("__MACOSX/")]
+    present = set(names)
+    found = next((e for e in UPLOAD_ENTRY_FILES if e in present), None)
+    if found:
+        return found
+    tops = {n.split("/", 1)[0] for n in names}
+    if len(tops) == 1 and all("/" in n for n in names):
+        prefix = f"{tops.pop()}/"
+        found = next((e for e in UPLOAD_ENTRY_FILES if prefix + e in present), None)
+        if found:
+            return prefix + found
+    return None
+
+
+def read_zip_for_upload(path: Path) -> bytes:
+    """The bytes of an agent zip to upload as they are, after the checks the arena would fail it on
+    first: it must be a readable zip holding an entry file."""
+    problem = zip_problem(path)
+    if problem:
+        raise CliError(f"{path}: {problem}")
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+    if upload_entry(names) is None:
+        raise CliError(
+            f"{path}: the zip holds no entry file at its top or inside one single folder (player.py, a "
+            "Kaggle main.py or submission.py, main.cpp or main.js)"
+        )
+    return path.read_bytes()
+
+
 def resolve(ref: str) -> tuple[Path, str]:
     """``(folder, display name)`` for an agent given as a folder, a zip, or a bundled opponent's name."""
     path = Path(ref).expanduser()
-    if path.is_file() and zipfile.is_zipfile(path):
+    if path.is_file():
+        problem = zip_problem(path)
+        if problem:
+            raise CliError(f"{ref}: {problem}")
         return _extract(path), path.stem
     if path.is_dir():
         if entry_file(path) is None:

@@ -24,11 +24,19 @@ import json
 import os
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, TextIO
 
 from rl_arena_client import __version__
-from rl_arena_client.agents import bundled_names, resolve, syntax_error, zip_folder
+from rl_arena_client.agents import (
+    bundled_names,
+    read_zip_for_upload,
+    resolve,
+    syntax_error,
+    upload_entry,
+    zip_folder,
+)
 from rl_arena_client.api import (
     DEFAULT_SERVER,
     Client,
@@ -108,11 +116,20 @@ def _server_limit(client: Client) -> int | None:
 
 
 def cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
-    """Check and zip an agent folder, upload it as a new revision, follow it until ranked or failed."""
+    """Check and zip an agent folder (or take a zip as it is), upload it as a new revision, follow it until
+    ranked or failed."""
     client = _client(args)
-    folder = Path(args.folder)
-    archive = zip_folder(folder)
-    error = syntax_error(folder.resolve())
+    path = Path(args.folder).expanduser()
+    if path.is_file():
+        archive = read_zip_for_upload(path)
+        with zipfile.ZipFile(path) as zf:
+            python = upload_entry(zf.namelist()).endswith(".py")
+        folder = resolve(str(path))[0] if python else None  # extracted, to compile its Python
+    elif path.exists() or path.is_symlink():
+        archive, folder = zip_folder(path), path.resolve()
+    else:
+        raise CliError(f"{args.folder}: no such folder or zip")
+    error = syntax_error(folder) if folder is not None else None
     if error:
         raise CliError(f"Python cannot compile your agent, nothing was uploaded:\n{error}")
     limit = _server_limit(client)
@@ -431,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("submit", help="check and zip a folder, upload it as a new revision, follow it")
     p.add_argument("game", help="game slug, e.g. connect-four")
     p.add_argument("name", help="competitor name (created on first upload)")
-    p.add_argument("folder", help="folder holding player.py (or a Kaggle-style main.py)")
+    p.add_argument("folder", help="agent folder (player.py, Kaggle main.py, main.cpp, main.js) or its zip")
     p.add_argument("--public", action="store_true", help="publish the source (default: private)")
     p.add_argument(
         "--wipe-data",

@@ -62,6 +62,64 @@ def test_submit_zips_the_folder_and_uploads_a_revision(cli_env, alice, env):
     assert Revision.objects.get(competitor__name="cli-bot", version=2).wipe_data
 
 
+def test_submit_uploads_a_zip_as_it_is(cli_env, alice, env, tmp_path):
+    import hashlib
+
+    _run("login", "--email", "alice@example.com")
+    archive = tmp_path / "bot.zip"
+    archive.write_bytes(agents.zip_folder(EXAMPLES_DIR / "random"))
+    code, out = _run("submit", "connect-four", "zip-bot", str(archive), "--no-wait")
+    assert code == 0, out
+    rev = Revision.objects.get(competitor__name="zip-bot")
+    assert rev.content_hash == hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert "zip-bot revision 1" in out
+
+
+def test_submit_refuses_a_corrupt_zip_a_zip_without_entry_and_a_missing_path(cli_env, alice, env, capsys):
+    _run("login", "--email", "alice@example.com")
+    corrupt = cli_env / "corrupt.zip"
+    corrupt.write_bytes(b"PK\x03\x04 this is not really a zip")
+    code, _ = _run("submit", "connect-four", "bad-bot", str(corrupt), "--no-wait")
+    assert code == 1 and "not a valid zip: " in capsys.readouterr().err
+    empty = cli_env / "empty.zip"
+    with zipfile.ZipFile(empty, "w") as zf:
+        zf.writestr("notes.txt", "no agent here")
+    code, _ = _run("submit", "connect-four", "bad-bot", str(empty), "--no-wait")
+    assert code == 1 and "holds no entry file" in capsys.readouterr().err
+    code, _ = _run("submit", "connect-four", "bad-bot", str(cli_env / "missing.zip"), "--no-wait")
+    assert code == 1 and "no such folder or zip" in capsys.readouterr().err
+    assert not Revision.objects.filter(competitor__name="bad-bot").exists()
+
+
+def test_submit_compiles_the_python_of_a_zip_before_uploading(cli_env, alice, env, capsys):
+    _run("login", "--email", "alice@example.com")
+    broken = cli_env / "broken.zip"
+    with zipfile.ZipFile(broken, "w") as zf:
+        zf.writestr("bot/main.py", "def agent(obs, config)\n    return 0\n")
+    code, _ = _run("submit", "connect-four", "broken-bot", str(broken), "--no-wait")
+    assert code == 1 and "main.py, line 1" in capsys.readouterr().err
+    assert not Revision.objects.filter(competitor__name="broken-bot").exists()
+
+
+def test_check_tells_a_corrupt_zip_from_a_missing_path(tmp_path, capsys):
+    corrupt = tmp_path / "agent.zip"
+    corrupt.write_bytes(b"not a zip at all")
+    assert _run("check", "--env", "connect-four", str(corrupt))[0] == 1
+    err = capsys.readouterr().err
+    assert "not a valid zip: " in err and "no such folder" not in err
+    # a zip whose member is damaged (its CRC no longer matches) is not valid either
+    damaged = tmp_path / "damaged.zip"
+    with zipfile.ZipFile(damaged, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("player.py", "class Player:\n    pass\n" * 20)
+    data = bytearray(damaged.read_bytes())
+    data[data.index(b"class Player") + 3] ^= 0x20
+    damaged.write_bytes(bytes(data))
+    assert _run("check", "--env", "connect-four", str(damaged))[0] == 1
+    assert "not a valid zip: 'player.py' is damaged" in capsys.readouterr().err
+    assert _run("check", "--env", "connect-four", str(tmp_path / "nothing.zip"))[0] == 1
+    assert "no such folder or zip" in capsys.readouterr().err
+
+
 def test_status_lists_my_competitors(cli_env, alice, env):
     _run("login", "--email", "alice@example.com")
     _run("submit", "connect-four", "cli-bot", str(EXAMPLES_DIR / "random"), "--no-wait")
