@@ -79,6 +79,8 @@ def drive(session: PlaySession, claim: Claim) -> dict[str, Any]:
     limits = _limits(slug)
     spec = LaunchSpec(
         agent=session.revision.agent_ref,
+        agent_format=session.revision.agent_format,
+        game=slug,
         limits=limits,
         labels={"play_session": str(session.pk)},
         data=_data(session.revision.competitor_id, slug, limits),

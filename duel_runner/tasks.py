@@ -128,6 +128,7 @@ def _smoke_test(smoke: SmokeTest, claim: Claim) -> dict[str, Any]:
     revision = smoke.revision
     spec = LaunchSpec(
         agent=revision.agent_ref,
+        agent_format=revision.agent_format,
         labels={"smoke_test": str(smoke.pk), "attempt": str(claim.generation), "revision": str(revision.pk)},
         limits=data_limits(),
         data=AgentData(save=False) if settings.AGENT_DATA_MB > 0 else None,
@@ -240,6 +241,7 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     specs = [
         LaunchSpec(
             agent=rev.agent_ref,
+            agent_format=rev.agent_format,
             labels={**labels, "seat": str(seat), "revision": str(rev.pk)},
             limits=data_limits(),
             data=seats[seat - 1].data,

@@ -11,7 +11,7 @@ import hashlib
 import os
 import uuid
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -26,6 +26,9 @@ from core.actions.seasons import frozen_season
 from core.models import Build, Competitor, Environment, Revision, SmokeTest, User
 from core.models.competitor import NAME_VALIDATOR
 from core.queue import enqueue_on_commit
+
+if TYPE_CHECKING:
+    from builder.zip_validation import ValidatedZip
 
 ZipSource = BinaryIO | bytes | str | Path
 
@@ -65,14 +68,26 @@ def _spool(zip_file: ZipSource) -> tuple[Path, str, int]:
     return tmp, digest.hexdigest(), size
 
 
-def _validate_zip(path: Path) -> None:
+def _validate_zip(path: Path) -> ValidatedZip:
     # The one import of a non-core package by core: the same validator the builder applies later.
     from builder.zip_validation import ValidationError, ZipLimits, validate_zip
 
     try:
-        validate_zip(path, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
+        return validate_zip(path, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
     except ValidationError as exc:
         raise SubmissionError(str(exc)) from exc
+
+
+def _agent_format(choice: str, environment_slug: str, validated: ValidatedZip) -> tuple[str, bool]:
+    """``(format, detected)`` of an upload (``run_duel.agent_formats``, a module without dependencies):
+    ``choice`` is the owner's (``auto``: detect it from the files at the agent's root)."""
+    from run_duel.agent_formats import resolve
+
+    root_files = [entry.path for entry in validated.entries if "/" not in entry.path]
+    try:
+        return resolve(choice, environment_slug, root_files)
+    except ValueError as exc:
+        raise SubmissionError(str(exc)) from None
 
 
 def check_zip_directory(upload: BinaryIO) -> None:
@@ -95,6 +110,7 @@ def submit_revision(
     is_public: bool = False,
     *,
     wipe_data: bool = False,
+    agent_format: str = "auto",
 ) -> Revision:
     """Store a new revision of ``user``'s competitor ``competitor_name`` (created on first upload) and
     queue its build. Versions are 1, 2, ... per competitor, without gaps or races: the competitor row is
@@ -118,7 +134,7 @@ def submit_revision(
     tmp, sha256, size = _spool(zip_file)
     dest: Path | None = None
     try:
-        _validate_zip(tmp)
+        agent_format, detected = _agent_format(agent_format, environment_slug, _validate_zip(tmp))
         with transaction.atomic():
             competitor, _ = Competitor.objects.get_or_create(
                 owner=user, environment=environment, name=competitor_name, defaults={"is_public": is_public}
@@ -139,6 +155,8 @@ def submit_revision(
                 content_hash=sha256,
                 is_public=is_public,
                 wipe_data=wipe_data,
+                agent_format=agent_format,
+                agent_format_detected=detected,
                 publish_state=Revision.PublishState.PRIVATE,
             )
             build = Build.objects.create(revision=revision, enqueued_at=timezone.now())
