@@ -37,6 +37,9 @@ def _build(build: Build, claim: Claim) -> dict[str, Any]:
     stored = {k: outcome[k] for k in ("ok", "agent_ref", "log", "error", "duration_s", "language")}
     stored["packages"] = [list(p) for p in result.packages]  # JSON-able: the job runner may spool it
     stored["image_bytes"] = result.image_size_bytes or None  # shown to the owner (Revision.image_bytes)
+    stored["package_notes"] = list(result.package_notes)
+    stored["stack"] = result.stack
+    stored["added_bytes"] = result.added_bytes if result.image_size_bytes else None
     return stored
 
 

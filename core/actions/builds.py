@@ -38,10 +38,14 @@ def finish_build(
     language: str = "",
     packages: list | tuple = (),
     image_bytes: int | None = None,
+    package_notes: list | tuple = (),
+    stack: str = "",
+    added_bytes: int | None = None,
 ) -> bool:
     """Store a build's outcome (the submission's success or fault). On success the revision is BUILT, with
     its ``language``, installed ``packages`` ([name, version] pairs) and ``image_bytes`` (its image's size,
-    ``None``: not an image), and its smoke test is queued; on
+    ``None``: not an image), ``package_notes`` (sentences for its owner), the ``stack`` its image builds
+    on and its ``added_bytes`` over that stack or base, and its smoke test is queued; on
     failure it is BUILD_FAILED with ``error`` for its owner. Returns
     ``False`` (and changes nothing) if the build already has an outcome or ``claim`` lost it to another
     worker (fencing)."""
@@ -75,8 +79,16 @@ def finish_build(
                 revision.language = language
                 revision.packages = [list(p) for p in packages]
                 revision.image_bytes = image_bytes
+                _set_package_fields(revision, package_notes, stack, added_bytes)
                 revision.save(
-                    update_fields=["agent_ref", "language", "packages", "image_bytes", "updated_at"]
+                    update_fields=[
+                        "agent_ref",
+                        "language",
+                        "packages",
+                        "image_bytes",
+                        *_PACKAGE_FIELDS,
+                        "updated_at",
+                    ]
                 )
             return True  # e.g. rejected meanwhile: keep the build record, leave the revision alone
         if ok:
@@ -87,6 +99,7 @@ def finish_build(
             revision.language = language
             revision.packages = [list(p) for p in packages]
             revision.image_bytes = image_bytes
+            _set_package_fields(revision, package_notes, stack, added_bytes)
             revision.save(
                 update_fields=[
                     "state",
@@ -96,6 +109,7 @@ def finish_build(
                     "language",
                     "packages",
                     "image_bytes",
+                    *_PACKAGE_FIELDS,
                     "updated_at",
                 ]
             )
@@ -107,6 +121,15 @@ def finish_build(
             revision.save(update_fields=["state", "error_message", "updated_at"])
             notify_revision_failed(revision)
     return True
+
+
+_PACKAGE_FIELDS = ("package_notes", "stack", "added_bytes")
+
+
+def _set_package_fields(revision: Revision, notes, stack: str, added_bytes: int | None) -> None:
+    revision.package_notes = [str(note) for note in notes]
+    revision.stack = stack[:100]
+    revision.added_bytes = added_bytes
 
 
 #: Revisions whose image a rebuild replaces without changing their state (see ``rebuild_revision``).

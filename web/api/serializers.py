@@ -83,6 +83,15 @@ class RevisionSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     source_url = serializers.SerializerMethodField()
 
+    packages = serializers.JSONField(
+        read_only=True, help_text="[name, version] of each package installed in its image (wheels)."
+    )
+    package_notes = serializers.JSONField(
+        read_only=True,
+        help_text="What the builder says about its packages: environment.yml pins relaxed to a version that "
+        "has a wheel here, entries left out and why, the shared stack used.",
+    )
+    added_bytes = serializers.SerializerMethodField()
     class Meta:
         model = Revision
         fields = [
@@ -102,7 +111,13 @@ class RevisionSerializer(serializers.ModelSerializer):
             "url",
             "source_url",
         ]
+            "language",
+            "packages",
+            "package_notes",
+            "stack",
+            "added_bytes",
 
+        read_only_fields = ["language", "packages", "package_notes", "stack"]
     def _private(self, obj: Revision) -> bool:
         request = self.context.get("request")
         return can_see_private(getattr(request, "user", None), obj.competitor.owner_id)
@@ -135,6 +150,11 @@ class RevisionUploadSerializer(serializers.Serializer):
         default=False,
         help_text="Start this revision with an empty data folder: the competitor's stored data is deleted "
         "when it starts playing.",
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_added_bytes(self, obj: Revision) -> int | None:
+        """What its image adds to the shared base or stack image (owner and staff only)."""
+        return obj.added_bytes if self._private(obj) else None
+
     )
 
     def validate_file(self, upload: Any) -> Any:
