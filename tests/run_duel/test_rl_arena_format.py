@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import types
 import random
+import types
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +104,9 @@ def play_one(slug: str, adapter_seat: int, rng: random.Random) -> dict:
             if consulted:
                 kind, got_state, got_valid, got_reward = recorder.calls[-1]
                 assert same_array(got_state, their_state), (slug, got_state, their_state)
-                assert got_valid.dtype == np.int64 and np.array_equal(got_valid, np.asarray(wire(their_valid)))
+                assert got_valid.dtype == np.int64 and np.array_equal(
+                    got_valid, np.asarray(wire(their_valid))
+                )
                 if kind == "step":
                     assert got_reward == last_reward[seat] - last_reward[1 - seat] == 0
                     assert type(got_reward) is int
