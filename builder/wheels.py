@@ -333,6 +333,11 @@ class WheelCache:
         if _NETWORK.search(output):
             raise WheelCacheError(f"the package index could not be reached: {_tail(output)}")
         missing = _NO_WHEEL.search(output)
+        if missing and not project_exists(missing.group(1), settings):
+            raise RequirementsError(
+                f"requirements.txt: no such package: {_project(missing.group(1))} (this server's package "
+                "index has no project of that name: check its spelling)"
+            )
         if missing:
             raise RequirementsError(
                 f"requirements.txt: no wheel of '{missing.group(1)}' for this server's platform "
@@ -385,6 +390,39 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def _project(requirement: str) -> str:
+    """The project name of a requirement as pip printed it (``Foo==1.0`` -> ``Foo``)."""
+    try:
+        return Requirement(requirement).name
+    except InvalidRequirement:
+        return re.split(r"[\s=<>!~;\[]", requirement, maxsplit=1)[0]
+
+
+def project_exists(requirement: str, settings: BuilderSettings, timeout: float = 15.0) -> bool:
+    """Whether the operator's package index (or its extra index) has a project of that name (PEP 503:
+    ``<index>/<normalised name>/`` answers 200, a missing project 404). Only a 404 from every index is a
+    no: an index that cannot be asked counts as yes, so the caller keeps its other explanation."""
+    import urllib.error
+    import urllib.request
+
+    from packaging.utils import canonicalize_name
+
+    name = canonicalize_name(_project(requirement))
+    for index in filter(None, (settings.pip_index_url, settings.pip_extra_index_url)):
+        url = f"{index.rstrip('/')}/{name}/"
+        if not url.startswith(("http://", "https://")):
+            return True
+        try:
+            with urllib.request.urlopen(url, timeout=timeout):  # noqa: S310 - the operator's own index
+                return True
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                return True
+        except (OSError, ValueError):
+            return True
+    return False
 
 
 def _tail(output: str, lines: int = 6) -> str:

@@ -249,6 +249,22 @@ def test_an_sdist_only_requirement_is_refused_naming_it(
     assert not any(result.content_hash[:20] in tag for tag in tags)
 
 
+def test_a_package_the_index_does_not_have_is_no_such_package_not_a_source_only_one(
+    settings: BuilderSettings, tmp_path: Path, index: Server
+) -> None:
+    result = build_submission(
+        _zip(tmp_path, "arena-test-pkg==1.0\narena-no-such-pkg==2.0\n"),
+        backend="docker",
+        work_dir=tmp_path,
+        settings=settings,
+        registry=None,
+    )
+    assert (result.ok, result.error_kind) == (False, "BUILD_FAILED")
+    assert "no such package: arena-no-such-pkg" in result.error, result.error
+    assert "source (sdist)" not in result.error
+    assert "/simple/arena-no-such-pkg/" in index.requests  # the index was asked, and said 404
+
+
 @pytest.mark.parametrize(
     "line",
     [
