@@ -82,7 +82,11 @@ PACKAGES_DIR = "/opt/agent-packages"
 CPP_PROGRAM = "/opt/agent-bin/agent"
 #: Our files copied to /opt/arena/ in each language's image (name in the image -> source).
 ARENA_FILES: dict[str, dict[str, Path]] = {
-    "python": {"arena_harness.py": HARNESS_PATH, "install_packages.sh": IMAGE_FILES / "install_packages.sh"},
+    "python": {
+        "arena_harness.py": HARNESS_PATH,
+        "install_packages.sh": IMAGE_FILES / "install_packages.sh",
+        "install_wheels.py": IMAGE_FILES / "install_wheels.py",
+    },
     "cpp": {
         "arena.hpp": HARNESS_DIR / "arena.hpp",
         "compile_cpp.sh": IMAGE_FILES / "compile_cpp.sh",
@@ -156,7 +160,7 @@ def render_dockerfile(
             lines += [
                 f"FROM {base_image} AS packages",
                 "COPY wheels/ /tmp/wheels/",
-                "COPY arena/install_packages.sh /tmp/install_packages.sh",
+                "COPY arena/install_packages.sh arena/install_wheels.py /tmp/",
                 f"RUN mkdir -m 0755 {PACKAGES_DIR} && chown {AGENT_UID}:{AGENT_UID} {PACKAGES_DIR}",
                 f"USER {AGENT_UID}:{AGENT_UID}",
                 f"RUN sh /tmp/install_packages.sh {settings.packages_timeout_s} "

@@ -42,13 +42,19 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from builder.settings import BuilderSettings
+from builder.zip_directory import DirectoryError, directory_entries
 
 RESOLVER_VERSION = "1"
+#: A file of a wheel over WHEEL_RATIO_FLOOR_BYTES may not inflate more than MAX_WHEEL_RATIO to 1 (deflate
+#: tops out near 1032:1; real wheels' shared libraries and data stay far below 200:1).
+MAX_WHEEL_RATIO = 200
+WHEEL_RATIO_FLOOR_BYTES = 1 << 20
 #: Resolutions used this recently are never trimmed (a build may be copying their wheels).
 TRIM_GRACE_S = 3600.0
 MAX_REQUIREMENT_LINES = 200
 _COMMENT = re.compile(r"(^|\s)#.*$")
 _NO_WHEEL = re.compile(r"No matching distribution found for ([^\s]+)")
+_FROM_VERSIONS = re.compile(r"satisfies the requirement (\S+).*?\(from versions: ([^)]*)\)")
 _NETWORK = re.compile(
     r"Retrying \(Retry\(|Could not fetch URL|NewConnectionError|Max retries exceeded|ProxyError|SSLError|"
     r"ConnectTimeout|ReadTimeout|Temporary failure in name resolution|HTTP error 5\d\d"
@@ -67,6 +73,16 @@ PLATFORM_PROBE = (
 
 class RequirementsError(Exception):
     """The submission's requirements cannot be installed; ``str()`` is meant for its author."""
+
+
+class NoWheelError(RequirementsError):
+    """No wheel of ``requirement`` suits the platform; ``versions`` are those the index has for it (pip's
+    "from versions: ..."), so a caller may relax a pin to one of them."""
+
+    def __init__(self, message: str, *, requirement: str, versions: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.requirement = requirement
+        self.versions = versions
 
 
 class WheelCacheError(Exception):
@@ -157,6 +173,66 @@ def parse_requirements(text: str) -> list[str]:
     return wanted
 
 
+def _describe(path: Path) -> str:
+    try:
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+    except InvalidWheelFilename:
+        return f"the file {path.name}"
+    return f"the wheel of {name} {version} ({path.name})"
+
+
+def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
+    """Refuse, before any build copies them, wheels whose central directories (read in bounded chunks,
+    nothing inflated) declare more than the packages' caps together: ``AGENT_PACKAGES_MAX_MB`` of
+    uncompressed bytes, ``AGENT_PACKAGES_MAX_FILES`` files, a file inflating more than ``MAX_WHEEL_RATIO``
+    to 1 (a compression bomb), or a path that leaves the install folder. ``RequirementsError`` names the
+    package. Declared sizes can lie: the in-build unpacker (``image_files/install_wheels.py``) counts the
+    bytes it really writes against the same caps."""
+    max_bytes = settings.packages_max_mb * 1024 * 1024
+    max_files = settings.packages_max_files
+    total_bytes = total_files = 0
+    for path in paths:
+        shown = _describe(path)
+        try:
+            with path.open("rb") as handle:
+                declared, entries = directory_entries(handle, path.stat().st_size)
+                if total_files + declared > max_files:
+                    raise RequirementsError(
+                        f"requirements.txt: {shown} holds {declared} files, which brings the packages to "
+                        f"{total_files + declared} files, over this server's limit of {max_files}"
+                    )
+                for entry in entries:
+                    total_files += 1
+                    total_bytes += entry.file_size
+                    name = entry.name
+                    if name.startswith("/") or ".." in name.split("/") or "\\" in name:
+                        raise RequirementsError(
+                            f"requirements.txt: {shown} holds the unsafe path {name[:200]!r}"
+                        )
+                    if (
+                        entry.file_size > WHEEL_RATIO_FLOOR_BYTES
+                        and entry.file_size > max(entry.compressed_size, 1) * MAX_WHEEL_RATIO
+                    ):
+                        raise RequirementsError(
+                            f"requirements.txt: {shown} is refused as a compression bomb: its file "
+                            f"{name[:200]!r} inflates {entry.file_size / 2**20:.0f} MiB from "
+                            f"{entry.compressed_size} bytes (over {MAX_WHEEL_RATIO} to 1)"
+                        )
+                    if total_files > max_files:
+                        raise RequirementsError(
+                            f"requirements.txt: {shown} brings the packages to over {max_files} files, "
+                            f"over this server's limit of {max_files}"
+                        )
+                    if total_bytes > max_bytes:
+                        raise RequirementsError(
+                            f"requirements.txt: {shown} brings the installed packages to more than "
+                            f"{settings.packages_max_mb} MiB (at least {total_bytes / 2**20:.0f} MiB), over "
+                            f"this server's limit of {settings.packages_max_mb} MiB"
+                        )
+        except DirectoryError as exc:
+            raise RequirementsError(f"requirements.txt: {shown} is not a valid wheel: {exc}") from None
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -201,35 +277,43 @@ class WheelCache:
 
     # -- resolving -----------------------------------------------------------------------------------
     def resolve(
-        self, requirements: list[str], target: TargetPlatform, settings: BuilderSettings
+        self,
+        requirements: list[str],
+        target: TargetPlatform,
+        settings: BuilderSettings,
+        *,
+        find_links: tuple[str, ...] = (),
+        constraints: tuple[str, ...] = (),
     ) -> Resolution:
         """The wheels ``requirements`` need on ``target``: from an earlier resolution when its wheels are
-        all here, else fetched with ``pip download --only-binary=:all:`` from the configured indexes."""
+        all here, else fetched with ``pip download --only-binary=:all:`` from the configured indexes (and
+        the local ``find_links`` folders, under pip ``constraints``: ``builder.stacks`` uses them)."""
         started = time.monotonic()
-        key = hashlib.sha256(
-            json.dumps(
-                {
-                    "v": RESOLVER_VERSION,
-                    "requirements": requirements,
-                    "target": asdict(target),
-                    "index": settings.pip_index_url,
-                    "extra": settings.pip_extra_index_url,
-                },
-                sort_keys=True,
-            ).encode()
-        ).hexdigest()
+        keyed: dict = {
+            "v": RESOLVER_VERSION,
+            "requirements": requirements,
+            "target": asdict(target),
+            "index": settings.pip_index_url,
+            "extra": settings.pip_extra_index_url,
+        }
+        if find_links or constraints:
+            keyed.update(find_links=list(find_links), constraints=list(constraints))
+        key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
         manifest = self.root / "resolutions" / f"{key}.json"
         try:
             wheels = tuple(Wheel(**item) for item in json.loads(manifest.read_text()))
             if all(self.wheel_path(w).is_file() for w in wheels):
                 os.utime(manifest)  # its last use: trim keeps recently used resolutions
+                # Checked again at every use: the operator's caps may have changed since.
+                check_wheels([self.wheel_path(w) for w in wheels], settings)
                 return Resolution(wheels=wheels, cached=True, seconds=time.monotonic() - started)
         except (OSError, ValueError, TypeError):
             pass
         (self.root / "tmp").mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=self.root / "tmp") as tmp:
             folder = Path(tmp)
-            self._download(requirements, target, settings, folder)
+            self._download(requirements, target, settings, folder, find_links, constraints)
+            check_wheels(sorted((folder / "wheels").iterdir()), settings)
             wheels = self._store(folder, settings)
         _write_atomic(manifest, json.dumps([asdict(w) for w in wheels], indent=1))
         with contextlib.suppress(OSError):  # trimming is housekeeping: never fails a build
@@ -268,13 +352,25 @@ class WheelCache:
         return before - total
 
     def _download(
-        self, requirements: list[str], target: TargetPlatform, settings: BuilderSettings, folder: Path
+        self,
+        requirements: list[str],
+        target: TargetPlatform,
+        settings: BuilderSettings,
+        folder: Path,
+        find_links: tuple[str, ...] = (),
+        constraints: tuple[str, ...] = (),
     ) -> None:
         if importlib.util.find_spec("pip") is None:
             raise WheelCacheError(f"pip is not installed in the worker's Python ({sys.executable})")
         dest = folder / "wheels"
         dest.mkdir()
         (folder / "requirements.txt").write_text("\n".join(requirements) + "\n")
+        local: list[str] = []
+        for link in find_links:
+            local += ["--find-links", link]
+        if constraints:
+            (folder / "constraints.txt").write_text("\n".join(constraints) + "\n")
+            local += ["-c", str(folder / "constraints.txt")]
         max_bytes = settings.packages_max_mb * 1024 * 1024
         # pip runs under a file-size limit (no single download can fill the disk), isolated from any pip
         # configuration of the host, with our normalised requirements file (never the submission's).
@@ -303,6 +399,7 @@ class WheelCache:
             settings.pip_index_url,
             *(["--extra-index-url", settings.pip_extra_index_url] if settings.pip_extra_index_url else []),
             *target.pip_options(),
+            *local,
             "-r",
             str(folder / "requirements.txt"),
         ]
@@ -339,11 +436,15 @@ class WheelCache:
                 "index has no project of that name: check its spelling)"
             )
         if missing:
-            raise RequirementsError(
+            listed = _FROM_VERSIONS.search(output)
+            versions = listed.group(2).split(", ") if listed and listed.group(2).strip() != "none" else []
+            raise NoWheelError(
                 f"requirements.txt: no wheel of '{missing.group(1)}' for this server's platform "
                 f"({target.describe()}) on its package index. Only wheels are installed: a package "
                 "published only as source (sdist) would have to run its own code to build, which the "
-                "builder never does. Pick a version that has a wheel, or vendor pure-Python code in your zip"
+                "builder never does. Pick a version that has a wheel, or vendor pure-Python code in your zip",
+                requirement=missing.group(1),
+                versions=tuple(v.strip() for v in versions if v.strip()),
             )
         if "ResolutionImpossible" in output or "conflict" in output.lower():
             raise RequirementsError(f"requirements.txt: the requirements conflict: {_tail(output)}")

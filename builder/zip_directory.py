@@ -196,6 +196,21 @@ def _check_entry(entry: DirectoryEntry, limits: DirectoryLimits) -> None:
         )
 
 
+def directory_entries(fh: BinaryIO, size: int) -> tuple[int, Iterator[DirectoryEntry]]:
+    """(declared entry count, the entries one at a time) of the zip in ``fh``, streamed in bounded chunks
+    without decompressing anything; the caller applies its own caps (``builder.wheels`` for a wheel).
+    A malformed archive raises ``DirectoryError``, also while iterating."""
+    declared, cd_size, start = _end_records(fh, size)
+
+    def entries() -> Iterator[DirectoryEntry]:
+        for raw_name, flags, csize, usize, extra in _records(fh, start, cd_size):
+            name = raw_name.decode("utf-8" if flags & _UTF8_FLAG else "cp437", "surrogateescape")
+            csize, usize = _zip64_sizes(extra, csize, usize)
+            yield DirectoryEntry(name=name, compressed_size=csize, file_size=usize)
+
+    return declared, entries()
+
+
 def scan_directory(fh: BinaryIO, size: int, limits: DirectoryLimits) -> DirectorySummary:
     """Check the central directory of the zip in ``fh`` (``size`` bytes long, seekable) against ``limits``
     without holding more than a few 64 KiB chunks; raise ``DirectoryError`` at the first cap crossed."""
