@@ -55,6 +55,9 @@ class BuildResult:
     language: str = ""  # "python", "cpp" or "javascript" (builder.languages), once the zip is valid
     packages: tuple[tuple[str, str], ...] = ()  # (name, version) installed from requirements.txt
     image_size_bytes: int = 0  # docker: the image's size (shared base layers included)
+    added_bytes: int = 0  # docker: what the agent adds over its base or stack image (what its owner sees)
+    stack: str = ""  # docker: the shared stack it is built on, e.g. "torch 2.13.0+cpu" ("" for none)
+    package_notes: tuple[str, ...] = ()  # pins relaxed, environment.yml entries left out, the stack used
 
 
 def build_submission(
@@ -94,14 +97,15 @@ def build_submission(
     language = detect_language(e.path for e in validated.entries)
     language_key = language.key if language else ""
     if backend == "local":
-        if language_key != "python":
+        from builder.local_support import local_refusal
+
+        refusal, notes = local_refusal(validated)  # C++, JavaScript, packages: named, never ignored
+        if refusal:
             return done(
                 ok=False,
                 agent_ref="",
                 log="",
-                error=f"{language.label if language else 'this'} agents run only in the Docker sandbox, "
-                "and this server uses the local one (SANDBOX=local): ask its operator, or upload a Python "
-                "agent",
+                error=refusal,
                 content_hash=validated.content_hash,
                 error_kind="BUILD_FAILED",
                 language=language_key,
@@ -127,6 +131,7 @@ def build_submission(
                 error_kind="INFRA",
             )
         log = f"{'reused' if reused else 'extracted'} {len(validated.entries)} files into {path}\n"
+        log += "".join(f"{note}\n" for note in notes)
         return done(
             ok=True,
             agent_ref=str(path),
@@ -171,4 +176,7 @@ def build_submission(
         language=built.language,
         packages=built.packages,
         image_size_bytes=built.size_bytes,
+        added_bytes=built.added_bytes,
+        stack=built.stack,
+        package_notes=built.notes,
     )

@@ -54,15 +54,16 @@ from docker.utils import kwargs_from_env
 from requests.exceptions import RequestException
 
 import run_duel
+from builder.agent_packages import PackagePlan, plan_packages
 from builder.languages import Language, detect_language
 from builder.settings import BuilderSettings
+from builder.stacks import StackError
 from builder.wheels import (
     PLATFORM_PROBE,
     RequirementsError,
     Resolution,
     WheelCache,
     WheelCacheError,
-    parse_requirements,
 )
 from builder.zip_validation import ValidatedZip, read_member_capped
 from run_duel.images import ImageCache, cache_budget_from_env, parse_digest_ref
@@ -127,6 +128,9 @@ class ImageBuild:
     language: str = "python"
     packages: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (name, version) installed
     size_bytes: int = 0  # the image's size as the engine reports it (base layers included)
+    added_bytes: int = 0  # what the agent adds over its base (or stack) image
+    stack: str = ""  # the shared stack it is built on ("torch 2.13.0+cpu"), "" for none
+    notes: tuple[str, ...] = ()  # about its packages: relaxed pins, entries left out, the stack used
 
 
 def _final_lines(labels: dict, entrypoint: list[str], env: str) -> list[str]:
@@ -326,41 +330,26 @@ def _error_summary(log: str, fallback: str) -> str:
     return fallback
 
 
-def _read_requirements(validated: ValidatedZip) -> str:
-    entry = next(e for e in validated.entries if e.path == "requirements.txt")
-    if entry.size > MAX_REQUIREMENTS_BYTES:
-        raise RequirementsError(f"requirements.txt is larger than {MAX_REQUIREMENTS_BYTES // 1024} KiB")
-    chunks: list[bytes] = []
-    with zipfile.ZipFile(validated.zip_path) as zf:
-        read_member_capped(zf, entry, MAX_REQUIREMENTS_BYTES, chunks.append)
-    return b"".join(chunks).decode("utf-8", errors="replace")
-
-
 def resolve_requirements(
-    validated: ValidatedZip, base_image_id: str, settings: BuilderSettings
-) -> tuple[Resolution | None, str]:
-    """The wheels a Python submission's ``requirements.txt`` needs (``None`` without one, or when it lists
-    nothing), and a line for the build log. ``ImageBuildError`` when they cannot be installed."""
-    if not validated.has_requirements:
-        return None, ""
+    validated: ValidatedZip, base_image_id: str, settings: BuilderSettings, client
+) -> PackagePlan:
+    """What a Python submission installs (``requirements.txt`` and a conda ``environment.yml``,
+    ``builder.agent_packages``) and the stack image it builds on, if any. ``ImageBuildError`` when its
+    packages cannot be installed."""
     try:
-        requirements = parse_requirements(_read_requirements(validated))
-        if not requirements:
-            return None, ""
         cache = WheelCache(settings.wheel_cache)
-        target = cache.platform(base_image_id, lambda: _probe_platform(base_image_id))
-        resolution = cache.resolve(requirements, target, settings)
+        return plan_packages(
+            validated,
+            lambda: cache.platform(base_image_id, lambda: _probe_platform(base_image_id)),
+            settings,
+            client,
+        )
     except RequirementsError as exc:
         raise ImageBuildError(str(exc), kind="BUILD_FAILED") from exc
-    except (WheelCacheError, OSError, ValueError, KeyError) as exc:
+    except StackError as exc:
+        raise ImageBuildError(str(exc), kind="INFRA") from exc
+    except (WheelCacheError, DockerException, OSError, ValueError, KeyError) as exc:
         raise ImageBuildError(f"fetching the requirements failed on our side: {exc}", kind="INFRA") from exc
-    where = "from the wheel cache" if resolution.cached else f"from {settings.pip_index_url}"
-    listed = ", ".join(f"{name}=={version}" for name, version in resolution.packages())
-    line = (
-        f"requirements: {len(resolution.wheels)} wheel(s), {resolution.total_bytes / 2**20:.1f} MiB, "
-        f"{where} in {resolution.seconds:.1f} s: {listed}\n"
-    )
-    return resolution, line
 
 
 def _probe_platform(image_id: str) -> str:
@@ -422,6 +411,9 @@ def build_image(
         language=built.language,
         packages=built.packages,
         size_bytes=built.size_bytes,
+        added_bytes=built.added_bytes,
+        stack=built.stack,
+        notes=built.notes,
     )
 
 
@@ -452,10 +444,14 @@ def _build_or_reuse(validated: ValidatedZip, settings: BuilderSettings, extra_ta
             ) from exc
     except DockerException as exc:
         raise ImageBuildError(f"the Docker engine is not available: {exc}", kind="INFRA") from exc
-    resolution, requirements_log = (
-        resolve_requirements(validated, base.id, settings) if language == "python" else (None, "")
-    )
+    plan = PackagePlan(None)
+    if language == "python":
+        plan = resolve_requirements(validated, base.id, settings, client)
+    resolution, requirements_log = plan.resolution, plan.log
     try:
+        if plan.stack is not None:  # built FROM the shared stack image: its layers are not the agent's
+            base_name = plan.stack.image
+            base = client.images.get(base_name)
         key = build_key(validated, base.id, settings, language=language, resolution=resolution)
         tag = image_tag(validated, settings, key)
         image = _existing(client, tag, key)
@@ -472,6 +468,9 @@ def _build_or_reuse(validated: ValidatedZip, settings: BuilderSettings, extra_ta
                 language=language,
                 packages=packages,
                 size_bytes=size,
+                added_bytes=max(0, size - int(base.attrs.get("Size") or 0)),
+                stack=plan.stack_label,
+                notes=plan.notes,
             )
     except DockerException as exc:
         raise ImageBuildError(f"the Docker engine is not available: {exc}", kind="INFRA") from exc
@@ -512,6 +511,9 @@ def _build_or_reuse(validated: ValidatedZip, settings: BuilderSettings, extra_ta
         language=language,
         packages=packages,
         size_bytes=size,
+        added_bytes=max(0, size - int(base.attrs.get("Size") or 0)),
+        stack=plan.stack_label,
+        notes=plan.notes,
     )
 
 

@@ -1,0 +1,250 @@
+"""What a Python agent installs: ``requirements.txt`` and a conda ``environment.yml`` together, resolved
+into wheels (``builder.wheels``), with shared stacks (``builder.stacks``) standing in for torch.
+
+``plan_packages`` returns a ``PackagePlan``: the wheels to install in the agent's own folder, the stack image
+to build FROM (``None``: the base image), and notes for the build log and the revision page (a conda pin
+relaxed to the nearest version that has a wheel, entries of environment.yml left out, the stack used).
+
+Order of precedence: ``requirements.txt`` lines are kept as written (a pin with no wheel is refused, as
+always); ``environment.yml`` lines follow (a package already named in requirements.txt is skipped, with a
+note), and their pins may be relaxed: the file was written for conda and often for an older Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from dataclasses import asdict, dataclass, field
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from builder.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, nearest_version, parse_environment
+from builder.settings import BuilderSettings
+from builder.stacks import AgentStacks, Stack, missing_stack_error
+from builder.wheels import (
+    NoWheelError,
+    RequirementsError,
+    Resolution,
+    TargetPlatform,
+    WheelCache,
+    _write_atomic,
+    parse_requirements,
+)
+from builder.zip_validation import ValidatedZip, read_member_capped
+
+REQUIREMENTS_FILE = "requirements.txt"
+MAX_REQUIREMENTS_BYTES = 64 * 1024
+RELAXER_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class PackagePlan:
+    """What to install: ``resolution`` (``None``: nothing) FROM ``stack`` (``None``: the base image)."""
+
+    resolution: Resolution | None
+    stack: Stack | None = None
+    notes: tuple[str, ...] = ()  # what was installed instead, left out, provided by the stack
+    log: str = ""  # the build log's requirements lines
+
+    @property
+    def stack_label(self) -> str:
+        return self.stack.describe() if self.stack else ""
+
+
+@dataclass
+class _Wanted:
+    requirements: list[str] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)  # environment.yml requirement -> its line
+    notes: list[str] = field(default_factory=list)
+
+
+def has_package_files(validated: ValidatedZip) -> bool:
+    return any(e.path in (REQUIREMENTS_FILE, ENVIRONMENT_FILE) for e in validated.entries)
+
+
+def _read(validated: ValidatedZip, name: str, limit: int) -> str | None:
+    entry = next((e for e in validated.entries if e.path == name), None)
+    if entry is None:
+        return None
+    if entry.size > limit:
+        raise RequirementsError(f"{name} is larger than {limit // 1024} KiB")
+    chunks: list[bytes] = []
+    with zipfile.ZipFile(validated.zip_path) as zf:
+        read_member_capped(zf, entry, limit, chunks.append)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def wanted_requirements(validated: ValidatedZip, *, python: str = "3.11") -> _Wanted:
+    """requirements.txt and environment.yml merged (``RequirementsError`` names the file and line)."""
+    wanted = _Wanted()
+    text = _read(validated, REQUIREMENTS_FILE, MAX_REQUIREMENTS_BYTES)
+    named: set[str] = set()
+    if text is not None:
+        wanted.requirements = parse_requirements(text)
+        named = {canonicalize_name(Requirement(r).name) for r in wanted.requirements}
+    text = _read(validated, ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES)
+    if text is not None:
+        env = parse_environment(text, python=python)
+        for line in env.left_out:
+            wanted.notes.append(f"{ENVIRONMENT_FILE}: left out {line}")
+        for requirement in env.requirements:
+            name = canonicalize_name(Requirement(requirement).name)
+            if name in named:
+                wanted.notes.append(
+                    f"{ENVIRONMENT_FILE}: {env.origins[requirement]} skipped: "
+                    f"{REQUIREMENTS_FILE} names {name}"
+                )
+                continue
+            named.add(name)
+            wanted.requirements.append(requirement)
+            wanted.origins[requirement] = env.origins[requirement]
+    return wanted
+
+
+def _name(requirement: str) -> str:
+    try:
+        return canonicalize_name(Requirement(requirement).name)
+    except InvalidRequirement:
+        return canonicalize_name(requirement.split("=")[0].split("<")[0].split(">")[0].strip())
+
+
+def _apply_stacks(wanted: _Wanted, stacks: AgentStacks) -> tuple[list[str], Stack | None]:
+    """Take the requirements a stack provides out of pip's list, checked against the stack's version."""
+    rest: list[str] = []
+    used: Stack | None = None
+    for requirement in wanted.requirements:
+        spec = stacks.spec_for(requirement)
+        if spec is None:
+            rest.append(requirement)
+            continue
+        stack = stacks.provider(requirement)
+        if stack is None:
+            raise missing_stack_error(spec)
+        name = _name(requirement)
+        version = stack.version_of(name)
+        origin = wanted.origins.get(requirement)
+        if not Requirement(requirement).specifier.contains(version, prereleases=True):
+            if origin is None:
+                raise RequirementsError(
+                    f"{REQUIREMENTS_FILE}: {requirement} cannot be met: this server gives every agent "
+                    f"{name} {version} from its shared {stack.spec.description} stack (it is too big to "
+                    f"install per agent); ask for a version {version} satisfies, e.g. just {name}"
+                )
+            wanted.notes.append(
+                f"{ENVIRONMENT_FILE}: {origin}: {name} {version} from this server's shared stack instead"
+            )
+        used = stack
+    return rest, used
+
+
+def _relaxed_key(requirements: list[str], target: TargetPlatform, settings: BuilderSettings) -> str:
+    text = json.dumps(
+        {
+            "v": RELAXER_VERSION,
+            "requirements": requirements,
+            "target": asdict(target),
+            "index": settings.pip_index_url,
+            "extra": settings.pip_extra_index_url,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resolve_wanted(
+    wanted: _Wanted,
+    target: TargetPlatform,
+    settings: BuilderSettings,
+    stacks: AgentStacks,
+) -> PackagePlan:
+    """Resolve ``wanted`` into wheels, relaxing environment.yml pins that have no wheel here."""
+    requirements, stack = _apply_stacks(wanted, stacks)
+    notes = list(wanted.notes)
+    if not requirements:
+        if stack is not None:
+            notes.append(f"{stack.describe()} from this server's shared stack ({stack.image})")
+        return PackagePlan(resolution=None, stack=stack, notes=tuple(notes))
+    cache = WheelCache(settings.wheel_cache)
+    find_links, constraints = stacks.pip_options()
+    # A relaxation found once is remembered: the same file never asks the index for a missing pin again.
+    memo = cache.root / "relaxed" / f"{_relaxed_key(requirements, target, settings)}.json"
+    relaxed: list[str] = []
+    try:
+        remembered = json.loads(memo.read_text())
+        requirements, relaxed = list(remembered["requirements"]), list(remembered["notes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    origins = dict(wanted.origins)
+    tried: set[str] = set()
+    while True:
+        try:
+            resolution = cache.resolve(
+                requirements, target, settings, find_links=find_links, constraints=constraints
+            )
+            break
+        except NoWheelError as exc:
+            missing = _name(exc.requirement)
+            spec = stacks.spec_for(missing)
+            if spec is not None and stacks.provider(missing) is None:
+                raise missing_stack_error(spec) from exc
+            index = next(
+                (i for i, r in enumerate(requirements) if _name(r) == missing and r in origins), None
+            )
+            if index is None or missing in tried:
+                raise
+            tried.add(missing)
+            old = requirements[index]
+            chosen = nearest_version(old, exc.versions)
+            if chosen is None:
+                raise RequirementsError(
+                    f"{ENVIRONMENT_FILE}: {origins[old]}: no wheel of {missing} for this server's platform "
+                    f"({target.describe()}) on its package index, in any version"
+                ) from exc
+            new = f"{missing}=={chosen}"
+            origins[new] = origins[old]
+            requirements[index] = new
+            relaxed.append(
+                f"{ENVIRONMENT_FILE}: {origins[old]} has no wheel for Python {target.python}: installed "
+                f"{missing} {chosen} instead (the nearest version on this server's package index)"
+            )
+    if relaxed and not memo.is_file():
+        _write_atomic(memo, json.dumps({"requirements": requirements, "notes": relaxed}))
+    notes += relaxed
+    resolution, used = stacks.split(resolution)
+    stack = stack or used
+    if stack is not None:
+        notes.append(f"{stack.describe()} from this server's shared stack ({stack.image})")
+    where = "from the wheel cache" if resolution.cached else f"from {settings.pip_index_url}"
+    listed = ", ".join(f"{name}=={version}" for name, version in resolution.packages())
+    log = (
+        f"requirements: {len(resolution.wheels)} wheel(s), {resolution.total_bytes / 2**20:.1f} MiB, "
+        f"{where} in {resolution.seconds:.1f} s: {listed}\n"
+    )
+    return PackagePlan(
+        resolution=resolution if resolution.wheels else None, stack=stack, notes=tuple(notes), log=log
+    )
+
+
+def plan_packages(validated: ValidatedZip, target_of, settings: BuilderSettings, client) -> PackagePlan:
+    """The packages of a Python submission. ``target_of()`` returns the base image's ``TargetPlatform``
+    (probed only when something is to be resolved); ``client`` is the docker client (stack images).
+    ``RequirementsError``: the author's; ``StackError``, ``WheelCacheError``: ours."""
+    if not has_package_files(validated):
+        return PackagePlan(resolution=None)
+    target: TargetPlatform = target_of()
+    wanted = wanted_requirements(validated, python=target.python)
+    if not wanted.requirements:
+        return PackagePlan(resolution=None, notes=tuple(wanted.notes), log=_notes_log(wanted.notes))
+    from builder.stacks import installed_stacks
+
+    stacks = AgentStacks(stacks=installed_stacks(client), cache_root=WheelCache(settings.wheel_cache).root)
+    plan = resolve_wanted(wanted, target, settings, stacks)
+    return PackagePlan(
+        resolution=plan.resolution, stack=plan.stack, notes=plan.notes, log=plan.log + _notes_log(plan.notes)
+    )
+
+
+def _notes_log(notes) -> str:
+    return "".join(f"packages: {note}\n" for note in notes)
