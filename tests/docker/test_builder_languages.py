@@ -72,7 +72,11 @@ def test_the_entry_file_decides_the_language_and_the_image(images: dict[str, Bui
     }
     cpp = get_client().images.get(images["random_cpp"].agent_ref).attrs["Config"]
     js = get_client().images.get(images["random_js"].agent_ref).attrs["Config"]
-    assert (cpp["User"], cpp["Entrypoint"]) == ("10001:10001", ["/opt/agent-bin/agent"])
+    # The program starts once the referee's socket exists (the data folder filled): our launcher.
+    assert (cpp["User"], cpp["Entrypoint"]) == (
+        "10001:10001",
+        ["/bin/sh", "/opt/arena/launch_when_ready.sh", "/opt/agent-bin/agent"],
+    )
     assert js["User"] == "10001:10001"
     assert js["Entrypoint"][:2] == ["node", "/opt/arena/arena_harness.js"]
     listing = get_client().containers.run(
