@@ -24,8 +24,13 @@ command -v chromium >/dev/null || need+=(chromium)    # browser tests (Playwrigh
 command -v node >/dev/null || need+=(nodejs)          # game renderer tests
 command -v openssl >/dev/null || need+=(openssl)      # self-signed certificate for the TLS nginx block
 command -v faketime >/dev/null || need+=(faketime)    # fault suite: a reaper whose clock runs fast
+command -v promtool >/dev/null || need+=(prometheus)  # alert rule tests and a real Prometheus scraping /metrics
+command -v amtool >/dev/null || need+=(prometheus-alertmanager)  # its configuration check
+command -v pg_dump >/dev/null || need+=(postgresql-client)  # backup and restore round trip
 if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  # Another apt run (unattended upgrades, a parallel setup) holds the dpkg lock: wait for it, never fail on it.
+  apt-get -o DPkg::Lock::Timeout=900 update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${need[@]}" >/dev/null
 fi
 
 step "PostgreSQL and Redis"

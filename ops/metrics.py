@@ -94,6 +94,7 @@ class ArenaCollector(Collector):
         yield from self._builds()
         yield from self._workers(now)
         yield from self._host()
+        yield from self._readiness()
 
     def _duels(self, now: datetime) -> Iterator[GaugeMetricFamily]:
         from core.models import Duel, Environment, Match
@@ -226,6 +227,16 @@ class ArenaCollector(Collector):
         spool_bytes = GaugeMetricFamily("rl_arena_spool_bytes", "Bytes of the spooled results on this host.")
         spool_bytes.add_metric([], size)
         yield spool_bytes
+
+    def _readiness(self) -> Iterator[GaugeMetricFamily]:
+        from ops.readiness import readiness
+
+        ready = GaugeMetricFamily(
+            "rl_arena_ready", "Each /readyz check: 1 passes, 0 fails.", labels=["check"]
+        )
+        for name, problem in readiness().items():
+            ready.add_metric([name], 1.0 if problem is None else 0.0)
+        yield ready
 
 
 def registry() -> CollectorRegistry:
