@@ -16,6 +16,14 @@ from web.agent_check import first_syntax_error
 
 User = get_user_model()
 
+#: The upload's ``agent_format`` choices (``run_duel.agent_formats.CHOICES``).
+AGENT_FORMAT_CHOICES = [
+    ("auto", "Detect it"),
+    ("native", "Native: this arena's Player (or a Kaggle agent)"),
+    ("rl-arena", "rl-arena: a Player written for the original rl-arena"),
+    ("kaggle", "Kaggle agent"),
+]
+
 
 class SignupForm(forms.Form):
     """A new account: e-mail (the login), password twice, and the public profile."""
@@ -116,6 +124,14 @@ class UploadForm(forms.Form):
         label="Start this revision with an empty data folder",
         help_text="For a new revision of an existing competitor: the data its earlier revisions stored "
         "($ARENA_DATA_DIR) is deleted when this one starts playing. Unticked, it carries on with that data.",
+    )
+    agent_format = forms.ChoiceField(
+        choices=AGENT_FORMAT_CHOICES,
+        initial="auto",
+        required=False,  # left out: detected
+        label="Agent format",
+        help_text="Detected unless you choose: an agent written for the original rl-arena (environment.yml "
+        "next to player.py) gets that project's states and actions in Tic-tac-toe, Connect Four and Quarto.",
     )
 
     def __init__(self, *args, **kwargs) -> None:

@@ -12,6 +12,7 @@ from core.models import Competitor, Duel, Environment, Match, Revision
 from tournament_manager.leaderboard import LeaderboardRow
 from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
 from web.forms import check_upload
+from web.progress import FAILED_STATES, revision_progress
 from web.queries import can_see_private
 
 
@@ -82,7 +83,6 @@ class RevisionSerializer(serializers.ModelSerializer):
     failure = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
     source_url = serializers.SerializerMethodField()
-
     packages = serializers.JSONField(
         read_only=True, help_text="[name, version] of each package installed in its image (wheels)."
     )
@@ -92,6 +92,7 @@ class RevisionSerializer(serializers.ModelSerializer):
         "has a wheel here, entries left out and why, the shared stack used.",
     )
     added_bytes = serializers.SerializerMethodField()
+
     class Meta:
         model = Revision
         fields = [
@@ -110,22 +111,42 @@ class RevisionSerializer(serializers.ModelSerializer):
             "failure",
             "url",
             "source_url",
-        ]
             "language",
+            "agent_format",
+            "agent_format_detected",
             "packages",
             "package_notes",
             "stack",
             "added_bytes",
+        ]
+        read_only_fields = [
+            "language",
+            "agent_format",
+            "agent_format_detected",
+            "packages",
+            "package_notes",
+            "stack",
+        ]
 
-        read_only_fields = ["language", "packages", "package_notes", "stack"]
     def _private(self, obj: Revision) -> bool:
         request = self.context.get("request")
         return can_see_private(getattr(request, "user", None), obj.competitor.owner_id)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_failure(self, obj: Revision) -> str | None:
-        """Why it failed (owner and staff only)."""
-        return obj.error_message or None if self._private(obj) else None
+        """Why it failed (owner and staff only), as the revision page says it: the revision's message,
+        else its build's or smoke test's reason (one more query, only then), else a sentence; ``null``
+        for a revision that did not fail and for everyone else."""
+        if obj.state not in FAILED_STATES or not self._private(obj):
+            return None
+        if obj.error_message:
+            return obj.error_message
+        build = smoke = None
+        if obj.state == Revision.State.BUILD_FAILED:
+            build = obj.builds.order_by("-created_at").defer("log").first()
+        elif obj.state == Revision.State.TEST_FAILED:
+            smoke = obj.smoke_tests.order_by("-created_at").defer("log", "duel_json").first()
+        return revision_progress(obj, build, smoke).failure_detail or None
 
     def get_url(self, obj: Revision) -> str:
         """The revision's page (live progress, logs)."""
@@ -137,6 +158,11 @@ class RevisionSerializer(serializers.ModelSerializer):
         if obj.is_public or self._private(obj):
             return _absolute(self.context, reverse("web:revision-download", args=[obj.pk]))
         return None
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_added_bytes(self, obj: Revision) -> int | None:
+        """What its image adds to the shared base or stack image (owner and staff only)."""
+        return obj.added_bytes if self._private(obj) else None
 
 
 class RevisionUploadSerializer(serializers.Serializer):
@@ -150,11 +176,13 @@ class RevisionUploadSerializer(serializers.Serializer):
         default=False,
         help_text="Start this revision with an empty data folder: the competitor's stored data is deleted "
         "when it starts playing.",
-    @extend_schema_field(serializers.IntegerField(allow_null=True))
-    def get_added_bytes(self, obj: Revision) -> int | None:
-        """What its image adds to the shared base or stack image (owner and staff only)."""
-        return obj.added_bytes if self._private(obj) else None
-
+    )
+    agent_format = serializers.ChoiceField(
+        choices=["auto", "native", "kaggle", "rl-arena"],
+        default="auto",
+        help_text="auto (default): rl-arena when environment.yml sits next to player.py in tic-tac-toe, "
+        "connect-four or quarto, else native. rl-arena: a Player written for the original rl-arena gets "
+        "that project's states, actions and rewards. kaggle: always run as a Kaggle agent.",
     )
 
     def validate_file(self, upload: Any) -> Any:

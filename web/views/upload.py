@@ -42,6 +42,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                     data["file"],
                     is_public=data["is_public"],
                     wipe_data=data["wipe_data"],
+                    agent_format=data["agent_format"] or "auto",
                 )
             except actions.SubmissionError as exc:
                 form.add_error("file", _sentence(str(exc)))
