@@ -25,15 +25,27 @@ AGENT_FORMAT_CHOICES = [
 ]
 
 
+GITHUB_FIELD = {
+    "regex": r"^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$",
+    "max_length": 39,
+    "required": False,
+    "label": "GitHub user name",
+    "error_messages": {"invalid": "Not a valid GitHub user name."},
+}
+
+
 class SignupForm(forms.Form):
     """A new account: e-mail (the login), password twice, and the public profile."""
 
     email = forms.EmailField(label="E-mail address", widget=forms.EmailInput(attrs={"autocomplete": "email"}))
     display_name = forms.CharField(
-        max_length=80, required=False, help_text="Shown on leaderboards instead of your e-mail address."
+        max_length=80,
+        required=False,
+        help_text="Shown to others instead of your e-mail address. Left empty, you appear under your GitHub "
+        'user name, or else under a name such as "Swift Otter 12"; change it any time in your profile.',
     )
     team = forms.CharField(max_length=80, required=False)
-    github = forms.CharField(max_length=39, required=False, label="GitHub user name")
+    github = forms.RegexField(**GITHUB_FIELD)  # may become the public name: never an e-mail address
     password1 = forms.CharField(
         label="Password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
     )
@@ -77,16 +89,13 @@ class ProfileForm(forms.Form):
     """The public profile of the logged-in user."""
 
     display_name = forms.CharField(
-        max_length=80, required=False, help_text="Shown on leaderboards instead of your e-mail address."
+        max_length=80,
+        required=False,
+        help_text="Shown to others instead of your e-mail address. Left empty, you appear under your GitHub "
+        'user name, or else under a name such as "Swift Otter 12".',
     )
     team = forms.CharField(max_length=80, required=False)
-    github = forms.RegexField(
-        regex=r"^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$",
-        max_length=39,
-        required=False,
-        label="GitHub user name",
-        error_messages={"invalid": "Not a valid GitHub user name."},
-    )
+    github = forms.RegexField(**GITHUB_FIELD)
     email_notifications = forms.BooleanField(
         required=False,
         label="E-mail me notifications",

@@ -2,8 +2,12 @@
 
 * ``scrub_paths``: the server's own folders (``DATA_DIR``, the checkout, the local sandbox's temporary
   copies) are internal details; an agent's files are shown where the agent sees them, under ``/agent``.
-* ``explain_error``: the referee numbers moves across both players ("at move 5" is the 5th move of the
-  match); the owner thinks in their own moves, so the sentence says both, and names the players.
+* ``explain_error``: names the players in the referee's own sentences. Only those are touched: the
+  header line of the message (and of an appended ``Also ...`` paragraph, ``DETAIL_SEPARATOR``) is ours;
+  everything after it (the agent's traceback, its stderr, what it sent) is the user's and is shown as they
+  wrote it. The referee writes where a fault happened in both counts ("its move 3 (move 5 of the match)",
+  ``run_duel.seat.ordinal_move``); rows stored before it did say "PLAYER_1 raised X at move 5:", and that
+  exact header gets the same clarification.
 """
 
 from __future__ import annotations
@@ -17,8 +21,17 @@ from django.conf import settings
 #: The local sandbox's copy of an agent (in the system's temporary folder, ``arena-local-*/agent``).
 _TMP_AGENT = re.compile(r"/[^\s'\"]*/arena-local-[A-Za-z0-9_]+/agent\b")
 _BUILT_AGENT = r"/builds/[0-9a-f]{16,}"
-_AT_MOVE = re.compile(r"\bat move (\d+)(?: of the match)?(?!\d| of the match| \(its)")
-_SEAT = re.compile(r"\bPLAYER_([12])\b(?!_)")
+#: The referee's header before it wrote both counts: "[match 1 of 4: CRASH: ]PLAYER_1 raised X at move 5:".
+_OLD_HEADER = re.compile(r"^((?:match \d+ of \d+: [A-Z_]+: )?PLAYER_[12] raised [\w.]+ at move )(\d+):$")
+#: The seat names the referee's header starts with: "[match 1 of 4: CRASH: ]PLAYER_1 raised ...", and in an
+#: ``Also`` paragraph " PLAYER_2: PLAYER_2 timed out ..." or ", when told the match was over: PLAYER_2 ...".
+_LEADING_SEATS = re.compile(
+    r"^((?:match \d+ of \d+: [A-Z_]+: | |, when told the match was over: )?)"
+    r"(PLAYER_[12](?:: PLAYER_[12])?)(?!\w)"
+)
+_SEAT = re.compile(r"PLAYER_([12])")
+#: How the referee appends what happened to the other player (``run_duel.referee``).
+_ALSO = "\n\nAlso"
 
 
 @cache
@@ -51,17 +64,27 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def _explain_header(part: str, names: tuple[str, str] | None) -> str:
+    head, newline, rest = part.partition("\n")
+    head = _OLD_HEADER.sub(
+        lambda m: f"{m.group(1)}{m.group(2)} of the match (its {_ordinal((int(m.group(2)) + 1) // 2)} move):",
+        head,
+    )
+    if names:
+
+        def named(seat: re.Match[str]) -> str:
+            return f"{names[int(seat.group(1)) - 1]} (player {seat.group(1)})"
+
+        head = _LEADING_SEATS.sub(lambda m: m.group(1) + _SEAT.sub(named, m.group(2)), head)
+    return head + newline + rest
+
+
 def explain_error(message: str, names: tuple[str, str] | None = None) -> str:
-    """A referee message as its owner reads it: ``at move 5`` (a ply: both players' moves counted) also
-    says ``its 3rd move``; ``PLAYER_1`` / ``PLAYER_2`` get the competitors' names when given."""
+    """A referee message as its owner reads it: paths scrubbed; in the referee's own header lines only,
+    ``PLAYER_1`` / ``PLAYER_2`` get the competitors' names when given, and an old header's ``at move 5``
+    (a ply: both players' moves counted) also says ``its 3rd move``. The agent's own text (traceback,
+    stderr, output) is left as it is."""
     if not message:
         return ""
-
-    def at_move(match: re.Match[str]) -> str:
-        ply = int(match.group(1))
-        return f"at move {ply} of the match (its {_ordinal((ply + 1) // 2)} move)"
-
-    text = _AT_MOVE.sub(at_move, scrub_paths(message))
-    if names:
-        text = _SEAT.sub(lambda m: f"{names[int(m.group(1)) - 1]} (player {m.group(1)})", text)
-    return text
+    parts = scrub_paths(message).split(_ALSO)
+    return _ALSO.join(_explain_header(part, names) for part in parts)

@@ -456,6 +456,23 @@ class StoredDataSummary:
         """Whether agents of this game get a data folder (``AGENT_DATA_MB`` or the game's ``data_mb``)."""
         return self.cap_bytes > 0
 
+    @property
+    def problem(self) -> str:
+        """``last_problem`` when it matters to the owner: always while the folder holds files; on an empty
+        folder only when it is about files the agent left (refused, over the cap), not that the folder
+        could not be read back (the agent had stopped, or our side failed), which only matters to an
+        agent that keeps data. A newcomer who never used the folder reads nothing about it."""
+        if not self.last_problem or self.files or self.size_bytes:
+            return self.last_problem
+        if any(phrase in self.last_problem for phrase in _NOT_READ_BACK):
+            return ""
+        return self.last_problem
+
+
+#: The referee's sentences (``run_duel.agent_data.save_from``, ``run_duel.referee``) for a folder it did not
+#: read back: nothing the agent left is known to be lost.
+_NOT_READ_BACK = ("was not running at the end of the duel", "could not be read")
+
 
 def stored_data(comp: Competitor) -> StoredDataSummary:
     """The data folder's size, cap, files, last change and last problem: one query (the archive itself

@@ -9,7 +9,9 @@ each agent still running, and the duel's result and those folders are stored in 
   that lost its duel to another claim writes nothing, neither result nor data).
 - **Compare-and-set**: a save needs the stored generation to be the one read before play. Every save and
   every reset bumps it, so a reset by the owner, a wipe for a new revision or another duel's save made
-  while this duel ran wins: this duel's folder is dropped and ``last_problem`` says why.
+  while this duel ran wins: this duel's folder is dropped and ``last_problem`` says why (unless both
+  folders were empty: then nothing was lost and nothing is noted, so an agent that never uses its folder
+  never reads about it).
 - **Capped**: the archive is checked (``run_duel.agent_data.check_archive``) against the cap of the
   game (``AGENT_DATA_MB``, or the game's ``data_mb``); a bad one is refused, never the duel.
 
@@ -134,6 +136,13 @@ def _note(row: StoredAgentData, problem: str) -> None:
     row.save(update_fields=["last_problem", "last_problem_at"])
 
 
+def _has_files(archive: bytes) -> bool:
+    try:
+        return bool(archive) and count_files(archive) > 0
+    except (ValueError, EOFError, tarfile.TarError):
+        return True  # something the agent left, unreadable: worth a remark
+
+
 def save_agent_data(claim: Claim, competitor_id: int, generation: int, archive: bytes, duel_id: int) -> bool:
     """Store ``archive`` as the competitor's folder, read back at the end of duel ``duel_id`` (held by
     ``claim``), if the claim is still current and the stored generation is still ``generation``.
@@ -149,6 +158,8 @@ def save_agent_data(claim: Claim, competitor_id: int, generation: int, archive: 
     problem = ""
     size = files = 0
     if cap_mb <= 0:
+        if not _has_files(archive):  # an empty folder lost nothing: not worth a remark
+            return False
         problem = f"duel {duel_id}: data folders are turned off on this arena, so nothing was saved"
     else:
         try:
@@ -162,9 +173,12 @@ def save_agent_data(claim: Claim, competitor_id: int, generation: int, archive: 
             return False
         row = _lock_row(competitor_id)
         if not problem and row.generation != generation:
+            if not archive and not row.size_bytes:  # empty then, empty now: nothing was lost
+                return False
             problem = (
-                f"duel {duel_id}: the folder it left was not saved, because the folder was reset or saved "
-                "by another duel while it ran (the newer content wins)"
+                f"duel {duel_id}: the files your agent left in its data folder were not kept, because "
+                "while this duel ran the folder was reset or another duel of this agent saved its own "
+                "(the newer folder wins)"
             )
         if problem:
             _note(row, problem)

@@ -35,6 +35,26 @@ class UserManager(BaseUserManager):
         return self._create(email, password, **extra)
 
 
+_NAME_ADJECTIVES = (
+    "Amber", "Brave", "Calm", "Clever", "Curious", "Daring", "Eager", "Gentle", "Golden", "Happy",
+    "Jolly", "Keen", "Lively", "Lucky", "Merry", "Nimble", "Patient", "Quick", "Quiet", "Rapid",
+    "Silver", "Steady", "Swift", "Witty",
+)  # fmt: skip
+_NAME_ANIMALS = (
+    "Badger", "Beaver", "Crane", "Dolphin", "Falcon", "Ferret", "Fox", "Gecko", "Hare", "Heron",
+    "Ibis", "Jaguar", "Koala", "Lynx", "Marten", "Otter", "Owl", "Panda", "Puffin", "Raven",
+    "Robin", "Seal", "Tiger", "Wombat",
+)  # fmt: skip
+
+
+def default_public_name(pk: int) -> str:
+    """The name of an account that chose none, e.g. ``"Swift Otter 7"``: two words picked from its number
+    (the number keeps two such accounts apart), friendlier than ``user-7`` and never from the e-mail."""
+    n = len(_NAME_ADJECTIVES)
+    mixed = (pk * 2654435761) % (n * len(_NAME_ANIMALS))  # neighbours get unlike names
+    return f"{_NAME_ADJECTIVES[mixed % n]} {_NAME_ANIMALS[mixed // n]} {pk}"
+
+
 class User(AbstractUser):
     """A person who uploads agents. ``email`` is the login; there is no username."""
 
@@ -63,5 +83,7 @@ class User(AbstractUser):
 
     @property
     def public_name(self) -> str:
-        """The name shown on leaderboards (never the e-mail address)."""
-        return self.display_name or f"user-{self.pk}"
+        """The name shown to others (header, leaderboards, duels, live games; never the e-mail address):
+        the display name, else the GitHub user name given at sign-up, else a name of two words picked from
+        the account's number (``default_public_name``), the same on every page."""
+        return self.display_name or self.github or default_public_name(self.pk or 0)

@@ -86,7 +86,8 @@ def test_a_reset_between_load_and_save_makes_the_save_lose(duel: Duel) -> None:
     assert not save_agent_data(claim, competitor, generation, archive_of({"old.txt": b"stale"}), duel.pk)
     assert load_agent_data(competitor) == (b"", 1)
     row = stored(competitor)
-    assert "reset or saved by another duel" in row.last_problem and row.last_problem_at is not None
+    assert "the folder was reset or another duel of this agent saved" in row.last_problem
+    assert row.last_problem_at is not None
 
 
 def test_of_two_overlapping_duels_the_first_save_wins(pair: tuple[Revision, Revision]) -> None:

@@ -10,6 +10,7 @@ from django.urls import reverse
 from core.actions import Claim, claim_duel, fail_duel, reject_revision, schedule_duel
 from core.actions.jobs import db_in
 from core.jobs import health
+from core.management.commands.queue_status import duration
 from core.models import Build, Competitor, Duel, Environment, Revision, WorkerStatus
 
 
@@ -102,7 +103,27 @@ def test_queue_status_lists_each_workers_health_in_database_time(db, settings, m
     assert 90 <= workers["bad@host"]["last_seen_s"] < 3600
     text = run("queue_status")
     assert "good@host: healthy; last seen" in text
-    assert f"bad@host: unhealthy: {problem}; last seen 9" in text
+    assert f"bad@host: unhealthy: {problem}; last seen 1 min " in text  # 90 s or a little more
+
+
+def test_queue_status_writes_durations_for_people_never_none(make_revision):
+    """Nothing queued read "oldest queued: Nones"; ages read "93.5s" whatever their size."""
+    text = run("queue_status")
+    assert "None" not in text
+    assert "build      none; nothing queued;" in text
+    duel = schedule_duel(make_revision(), make_revision())
+    Duel.objects.filter(pk=duel.pk).update(enqueued_at=db_in(-3 * 3600 - 125))
+    text = run("queue_status")
+    assert "None" not in text
+    assert "duel       QUEUED=1; oldest queued 3 h 2 min ago;" in text
+    assert [duration(s) for s in (None, 4.25, 59.9, 60, 3725, 90061)] == [
+        "-",
+        "4.2 s",
+        "59.9 s",
+        "1 min 0 s",
+        "1 h 2 min",
+        "1 d 1 h",
+    ]
 
 
 def test_requeue_failed_gives_failed_duels_fresh_attempts(make_revision, settings):

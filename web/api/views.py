@@ -50,8 +50,15 @@ class ApiRoot(APIView):
         def url(name: str, *args: Any) -> str:
             return request.build_absolute_uri(reverse(f"web:api:{name}", args=args))
 
-        def template(name: str, placeholder: str, *args: Any) -> str:
-            return url(name, *args).replace(str(args[0]), placeholder)
+        def template(name: str, placeholder: str, example: Any) -> str:
+            # The example argument becomes the placeholder in the path's own segment, before the host is
+            # added: a host or port holding the same characters (127.0.0.1 and id 1) is left alone.
+            path = reverse(f"web:api:{name}", args=[example])
+            segment = f"/{example}/"
+            assert path.count(segment) == 1, path
+            absolute = request.build_absolute_uri(path)
+            assert absolute.endswith(path), absolute
+            return absolute[: -len(path)] + path.replace(segment, f"/{placeholder}/")
 
         return Response(
             {

@@ -45,6 +45,22 @@ def _names(session: PlaySession) -> tuple[str, str]:
     return session.user.public_name, agent
 
 
+def result_sentence(session: PlaySession, human: str, agent: str, user: Any) -> str:
+    """How the game ended, as a sentence naming the players (``"You won."`` for the person who played;
+    ``""`` while it runs). The model's choice labels ("the human won") are for the admin."""
+    you = session.user_id == getattr(user, "pk", None)
+    winner = "You" if you else human
+    R = PlaySession.Result
+    return {
+        R.HUMAN_WIN: f"{winner} won.",
+        R.AGENT_WIN: f"{agent} won.",
+        R.DRAW: "It is a draw.",
+        R.AGENT_ERROR: f"{agent} broke the rules, so {'you win' if you else human + ' wins'}.",
+        R.ABANDONED: "Nobody moved in time, so the game was closed.",
+        R.FAILED: "The game could not go on because of an error on our side.",
+    }.get(session.result, "")
+
+
 def waiting_behind(session: PlaySession) -> int:
     """How many of the person's earlier games must end before this QUEUED one may start (0: it may)."""
     if session.status != PlaySession.Status.QUEUED:
@@ -70,7 +86,7 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
         "environment": session.environment.slug,
         "status": session.status,
         "result": session.result,
-        "result_display": session.get_result_display() if session.result else "",
+        "result_display": result_sentence(session, human, agent, user),
         "error_kind": session.error_kind,
         # Everyone: the platform's sentence; the agent's error and stderr only to its owner and staff.
         "error_msg": play_sentence(

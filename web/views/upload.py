@@ -71,6 +71,13 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 
 def _sentence(message: str) -> str:
-    """Capitalize an action's error message for display next to a field."""
+    """An action's error message as a sentence next to a field: capitalized, unless it starts with a
+    file's name, whose case matters ("player.py is missing" reads "The file player.py is missing", never
+    "Player.py is missing": not the file the zip needs)."""
     message = message.strip()
-    return message[:1].upper() + message[1:] if message else "The upload was refused."
+    if not message:
+        return "The upload was refused."
+    first, _, rest = message.partition(" ")
+    if "." in first.rstrip(".:,;") or "/" in first or "_" in first:
+        return f"The file {message}" if rest.startswith("is ") else message
+    return message[:1].upper() + message[1:]

@@ -22,6 +22,24 @@ def _seconds(delta: timedelta | None) -> float | None:
     return None if delta is None else round(delta.total_seconds(), 1)
 
 
+def duration(seconds: float | None) -> str:
+    """Seconds as a person reads them: ``"-"`` for none, ``"42.0 s"``, ``"3 min 5 s"``,
+    ``"2 h 4 min"``, ``"3 d 1 h"``."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s"
+
+
 def _since(field: str) -> ExpressionWrapper:
     """``Now() - field`` (database time)."""
     return ExpressionWrapper(Now() - F(field), output_field=DurationField())
@@ -113,13 +131,14 @@ class Command(BaseCommand):
             s = status[kind]
             states = " ".join(f"{k}={v}" for k, v in sorted(s["states"].items())) or "none"
             oldest, expired = s["oldest_queued_s"], s["expired_leases"]
+            oldest_text = "nothing queued" if oldest is None else f"oldest queued {duration(oldest)} ago"
             self.stdout.write(
-                f"{kind:10} {states}; oldest queued: {oldest}s; backing off: {s['backing_off']}; "
+                f"{kind:10} {states}; {oldest_text}; backing off: {s['backing_off']}; "
                 f"expired leases: {expired}"
             )
             for job in s["backing_off_jobs"]:
                 self.stdout.write(
-                    f"  {kind} {job['id']} claimable in {job['claimable_in_s']}s after "
+                    f"  {kind} {job['id']} claimable in {duration(job['claimable_in_s'])} after "
                     f"{job['attempts']} attempt(s): {job['last_failure']}"
                 )
         self.stdout.write(
@@ -130,5 +149,5 @@ class Command(BaseCommand):
         for w in workers:
             health = "healthy" if w["healthy"] else f"unhealthy: {w['problem']}"
             stopped = ", stopped" if w["stopped"] else ""
-            self.stdout.write(f"  {w['name']}: {health}{stopped}; last seen {w['last_seen_s']}s ago")
+            self.stdout.write(f"  {w['name']}: {health}{stopped}; last seen {duration(w['last_seen_s'])} ago")
         self.stdout.write(f"broker queue length: {status['broker_queue']}")

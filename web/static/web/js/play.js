@@ -40,7 +40,7 @@
       return "Waiting: your other live games use your " + d.live_cap + " places; this one starts when one ends.";
     }
     if (d.status === "QUEUED") return "Starting the agent…";
-    if (d.status === "FINISHED") return "Game over: " + d.result_display + ".";
+    if (d.status === "FINISHED") return "Game over. " + d.result_display;  // a sentence naming the winner
     if (d.your_turn) return "Your move.";
     if (this.isPlayer) return "The agent is thinking…";
     return "Playing (move " + (d.moves + 1) + ").";
