@@ -144,6 +144,7 @@ def cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
             "competitor_name": args.name,
             "is_public": "true" if args.public else "false",
             "wipe_data": "true" if args.wipe_data else "false",
+            "agent_format": args.format,
         },
         {"file": (f"{args.name}.zip", archive)},
     )
@@ -219,16 +220,24 @@ def cmd_download(args: argparse.Namespace, out: TextIO) -> int:
 # --- local ---------------------------------------------------------------------------------------------
 
 
-def _agents(refs: list[str]) -> list[Any]:
+def _agents(refs: list[str], game: str, formats: list[str] | None = None) -> list[Any]:
+    """Local agents for ``refs``, each in the format asked for (``auto``: detected from its files,
+    ``run_duel.agent_formats``)."""
     from rl_arena_client.local import Agent
+    from run_duel import agent_formats
 
     agents, seen = [], {}
-    for ref in refs:
+    for i, ref in enumerate(refs):
         folder, name = resolve(ref)
         seen[name] = seen.get(name, 0) + 1
         if seen[name] > 1:
             name = f"{name}-{seen[name]}"
-        agents.append(Agent(folder, name))
+        choice = formats[i] if formats else "auto"
+        try:
+            agent_format, _ = agent_formats.resolve(choice, game, agent_formats.root_files(folder))
+        except ValueError as exc:
+            raise CliError(f"{ref}: {exc}") from None
+        agents.append(Agent(folder, name, agent_format))
     return agents
 
 
@@ -275,7 +284,7 @@ def cmd_duel(args: argparse.Namespace, out: TextIO) -> int:
     from rl_arena_client import local
 
     local.check_game(args.env)
-    a, b = _agents([args.agent_1, args.agent_2])
+    a, b = _agents([args.agent_1, args.agent_2], args.env, [args.format_1, args.format_2])
     sandbox = local.open_sandbox(args.no_bwrap)
     try:
         duel = local.play(
@@ -313,7 +322,7 @@ def cmd_tournament(args: argparse.Namespace, out: TextIO) -> int:
     local.check_game(args.env)
     if len(args.agents) < 2:
         raise CliError("a tournament needs at least two agents")
-    agents = _agents(args.agents)
+    agents = _agents(args.agents, args.env)
     sandbox = local.open_sandbox(args.no_bwrap)
     try:
         table, duels = local.tournament(
@@ -352,7 +361,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     from rl_arena_client import local
 
     local.check_game(args.env)
-    (agent,) = _agents([args.agent])
+    (agent,) = _agents([args.agent], args.env, [args.format])
     error = syntax_error(agent.folder)
     if error:
         print(f"FAILED: Python cannot compile the agent:\n{error}", file=out)
@@ -392,6 +401,17 @@ def _local_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-bwrap", action="store_true", help="do not run agents inside bubblewrap")
 
 
+def _format_option(p: argparse.ArgumentParser, flag: str, what: str) -> None:
+    p.add_argument(
+        flag,
+        choices=("auto", "native", "kaggle", "rl-arena"),
+        default="auto",
+        help=f"{what}: auto (default: rl-arena when environment.yml sits next to player.py in tic-tac-toe, "
+        "connect-four or quarto, else native), native, kaggle, or rl-arena (a Player written for the "
+        "original rl-arena)",
+    )
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -414,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="the arena's checks: syntax, then the smoke test (self-play)")
     p.add_argument("agent", help="agent folder (player.py or Kaggle main.py) or zip")
     _local_options(p)
+    _format_option(p, "--format", "the agent's format")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("duel", help="one local duel between two agents")
@@ -423,6 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed the agents' random/numpy RNGs (player 2 gets seed + 1)")
     p.add_argument("--output", help="write the duel JSON (states, actions, logs) to this file")
     p.add_argument("--json", action="store_true", help="print the duel JSON instead of a summary")
+    for n in (1, 2):
+        _format_option(p, f"--format-{n}", f"agent {n}'s format")
     for n in (1, 2):
         p.add_argument(
             f"--data-{n}",
@@ -450,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="competitor name (created on first upload)")
     p.add_argument("folder", help="agent folder (player.py, Kaggle main.py, main.cpp, main.js) or its zip")
     p.add_argument("--public", action="store_true", help="publish the source (default: private)")
+    _format_option(p, "--format", "the agent's format, as the upload page's Agent format")
     p.add_argument(
         "--wipe-data",
         action="store_true",

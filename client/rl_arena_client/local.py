@@ -44,6 +44,7 @@ class Agent:
 
     folder: Path
     name: str
+    agent_format: str = "native"  # run_duel.agent_formats: native, kaggle or rl-arena
 
 
 def check_game(slug: str) -> None:
@@ -64,7 +65,13 @@ def open_sandbox(no_bwrap: bool = False) -> Sandbox:
 
 def _spec(agent: Agent, seed: int | None, data: AgentData | None = None, data_mb: int = 0) -> LaunchSpec:
     env = {} if seed is None else {"ARENA_SEED": str(seed)}
-    return LaunchSpec(agent=str(agent.folder), env=env, limits=Limits(data_mb=data_mb), data=data)
+    return LaunchSpec(
+        agent=str(agent.folder),
+        agent_format=agent.agent_format,
+        env=env,
+        limits=Limits(data_mb=data_mb),
+        data=data,
+    )
 
 
 class Progress:
