@@ -78,6 +78,19 @@ def _validate_zip(path: Path) -> ValidatedZip:
         raise SubmissionError(str(exc)) from exc
 
 
+def _refuse_what_this_sandbox_cannot_run(validated: ValidatedZip) -> None:
+    """On a server whose agents run in the local sandbox (``SANDBOX=local``), refuse at upload what it
+    cannot run as asked: C++ and JavaScript agents, packages other than numpy
+    (``builder.local_support``), naming them. The Docker sandbox builds everything the validator let in."""
+    if settings.SANDBOX != "local":
+        return
+    from builder.local_support import local_refusal
+
+    refusal, _notes = local_refusal(validated)
+    if refusal:
+        raise SubmissionError(refusal)
+
+
 def _agent_format(choice: str, environment_slug: str, validated: ValidatedZip) -> tuple[str, bool]:
     """``(format, detected)`` of an upload (``run_duel.agent_formats``, a module without dependencies):
     ``choice`` is the owner's (``auto``: detect it from the files at the agent's root)."""
@@ -134,7 +147,9 @@ def submit_revision(
     tmp, sha256, size = _spool(zip_file)
     dest: Path | None = None
     try:
-        agent_format, detected = _agent_format(agent_format, environment_slug, _validate_zip(tmp))
+        validated = _validate_zip(tmp)
+        _refuse_what_this_sandbox_cannot_run(validated)
+        agent_format, detected = _agent_format(agent_format, environment_slug, validated)
         with transaction.atomic():
             competitor, _ = Competitor.objects.get_or_create(
                 owner=user, environment=environment, name=competitor_name, defaults={"is_public": is_public}

@@ -41,7 +41,10 @@ PLAYER = "class Player:\n    def __init__(self, train_mode=False):\n        pass
         ({"main.js": "module.exports = class {};\n"}, "my-bot/", "Detected: JavaScript agent (main.js"),
     ],
 )
-def test_the_upload_page_says_which_language_it_detected(alice_client, env, files, top, detected):
+def test_the_upload_page_says_which_language_it_detected(alice_client, env, files, top, detected, settings):
+    settings.SANDBOX = (
+        "docker"  # a local-sandbox server refuses C++ and JavaScript (test_web_local_sandbox.py)
+    )
     response = alice_client.post(
         reverse("web:upload"),
         {"environment": env.slug, "name": "stack-bot", "file": _zip(files, top), "is_public": ""},
@@ -52,9 +55,10 @@ def test_the_upload_page_says_which_language_it_detected(alice_client, env, file
     assert detected in page, page[:3000]
 
 
-def test_the_upload_page_lists_the_entry_files_of_every_language(alice_client, env):
+def test_the_upload_page_lists_the_entry_files_of_every_language(alice_client, env, settings):
+    settings.SANDBOX = "docker"
     page = alice_client.get(reverse("web:upload")).content.decode()
-    for entry in ("player.py", "main.py", "main.cpp", "main.js"):
+    for entry in ("player.py", "main.py", "submission.py", "main.cpp", "main.js"):
         assert f"<code>{entry}</code>" in page
 
 

@@ -108,6 +108,7 @@ def guide(request: HttpRequest) -> HttpResponse:
         "limit_mb": submission_limit_mb(),
         "pause_after": getattr(settings, "PAUSE_AFTER_ERROR_DUELS", 3),
         "data_mb": settings.AGENT_DATA_MB,
+        "local_sandbox": settings.SANDBOX == "local",  # no packages, no C++ nor JavaScript (local_support)
         "server": server_url(request),
         "client_url": request.build_absolute_uri(reverse("web:client-download")),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -66,6 +67,9 @@ def upload(request: HttpRequest) -> HttpResponse:
         "my_competitors": mine,
         "limit_mb": submission_limit_mb(),
         "environments": Environment.objects.filter(is_active=True).order_by("name"),
+        # the local sandbox runs Python agents without packages (builder.local_support): say so, never
+        # promise a compile or an install it refuses
+        "local_sandbox": settings.SANDBOX == "local",
     }
     return render(request, "web/upload.html", context, status=status)
 
