@@ -140,6 +140,7 @@ def build_submission(
             content_hash=validated.content_hash,
             cached=reused,
             language=language_key,
+            package_notes=tuple(notes),  # shown on the revision page
         )
 
     from builder.image import ImageBuildError, build_image  # docker SDK only when needed

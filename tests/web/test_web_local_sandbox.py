@@ -167,3 +167,4 @@ def test_the_local_build_refuses_packages_and_notes_the_numpy_it_uses(tmp_path):
     )
     assert built.ok, built.error
     assert "requirements.txt: numpy==1.17.2: the local sandbox's own numpy " in built.log
+    assert any("the local sandbox's own numpy" in note for note in built.package_notes)
