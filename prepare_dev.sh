@@ -220,6 +220,9 @@ choose_sandbox() {
         log "sandbox: docker (a Docker engine answers); agent base image (cached after the first build)"
         if "$ROOT/scripts/build_base_image.sh"; then
             chosen=docker
+            # The shared torch stack (about 3 minutes the first time, then cached); without it agents that
+            # need torch wait for their operator (their builds are retried), the others build as usual.
+            "$ROOT/scripts/build_stack_image.sh" || log "the torch stack image did not build: torch agents cannot build yet"
         else
             log "the agent base image did not build: falling back to the local sandbox"
             chosen=local

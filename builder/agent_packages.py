@@ -246,5 +246,14 @@ def plan_packages(validated: ValidatedZip, target_of, settings: BuilderSettings,
     )
 
 
+def stack_pip_options(settings: BuilderSettings, client) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(find_links, constraints)`` every agent resolution on this host is made with (the stub wheels of
+    the stacks present, constraints keeping torch off the index): what ``WheelCache.resolve`` needs to find
+    a build's resolution again."""
+    from builder.stacks import installed_stacks
+
+    return AgentStacks(installed_stacks(client), WheelCache(settings.wheel_cache).root).pip_options()
+
+
 def _notes_log(notes) -> str:
     return "".join(f"packages: {note}\n" for note in notes)

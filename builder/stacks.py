@@ -278,6 +278,22 @@ def _pick_wheel(folder: Path, spec: StackSpec, target: TargetPlatform) -> Path |
     return best[1] if best else None
 
 
+def _pip_find_links() -> list[str]:
+    """The local folders of pip's find-links setting (``PIP_FIND_LINKS``, then pip's configuration files)."""
+    links = os.environ.get("PIP_FIND_LINKS", "").split()
+    try:
+        listed = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        listed = ""
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        if key.endswith(".find-links"):
+            links += value.strip().strip("'\"").split()
+    return [link.removeprefix("file://") for link in dict.fromkeys(links)]
+
+
 def stack_wheel(spec: StackSpec, target: TargetPlatform, settings: BuilderSettings) -> Path:
     """The wheel file the stack installs: ``AGENT_STACK_<NAME>_WHEEL`` (a file, or a folder to pick from),
     else one in a folder of ``PIP_FIND_LINKS`` (the operator's local wheels), else one fetched (without its
@@ -297,7 +313,7 @@ def stack_wheel(spec: StackSpec, target: TargetPlatform, settings: BuilderSettin
                 )
             return found
         raise StackError(f"{spec.wheel_setting}={source!r} is neither a wheel file nor a folder")
-    for link in os.environ.get("PIP_FIND_LINKS", "").split():  # the operator's local wheel folders
+    for link in _pip_find_links():  # the operator's local wheel folders
         found = _pick_wheel(Path(link), spec, target) if Path(link).is_dir() else None
         if found is not None:
             return found

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from builder import build_submission
+from builder.agent_packages import stack_pip_options
 from builder.settings import BuilderSettings
 from builder.wheels import TargetPlatform, Wheel, WheelCache, parse_requirements
 from run_duel.sandbox.docker_client import get_client
@@ -205,7 +206,8 @@ def test_installed_packages_are_root_owned_read_only_and_importable_by_the_agent
         entrypoint=["sh", "-c"],
         command=[
             "id -u; stat -c '%u %a' /opt/agent-packages/arena_test_pkg/__init__.py; "
-            "python3 -c 'import arena_test_pkg; print(arena_test_pkg.VALUE)'; "
+            # (not on PYTHONPATH in the image: the harness adds the folder in the agent's process)
+            "PYTHONPATH=/opt/agent-packages python3 -c 'import arena_test_pkg; print(arena_test_pkg.VALUE)'; "
             "touch /opt/agent-packages/arena_test_pkg/x 2>/dev/null && echo WRITABLE || echo read-only"
         ],
         network_mode="none",
@@ -223,7 +225,15 @@ def test_a_resolution_is_reused_from_the_content_addressed_cache_without_the_ind
     # The platform file is keyed by the base image id; take the one the build probed.
     (platform_file,) = (settings.wheel_cache / "platforms").iterdir()
     target = cache.platform(platform_file.stem, lambda: pytest.fail("the platform was probed again"))
-    resolution = cache.resolve(parse_requirements("arena-test-pkg==1.0\n"), target, settings)
+    # As the builder resolves: with the stacks' stub wheels and constraints (builder.stacks).
+    find_links, constraints = stack_pip_options(settings, get_client())
+    resolution = cache.resolve(
+        parse_requirements("arena-test-pkg==1.0\n"),
+        target,
+        settings,
+        find_links=find_links,
+        constraints=constraints,
+    )
     assert resolution.cached
     assert len(index.requests) == before
     for wheel in resolution.wheels:
