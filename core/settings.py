@@ -466,3 +466,32 @@ LOGGING = {
 METRICS_TOKEN = env_secret("METRICS_TOKEN") or ""
 # GET /readyz fails its disk check under this many MiB free in DATA_DIR.
 READYZ_MIN_FREE_MB = env_int("READYZ_MIN_FREE_MB", 1024, minimum=0)
+# Error reports (ops/error_reports.py). ADMINS ("Name <a@b>, c@d") get a mail for each server error when
+# mail is configured and DEBUG is off; SENTRY_DSN (opt-in) sends the web's and the workers' exceptions to a
+# Sentry-compatible server. Neither ever carries local variables, request bodies or more than an
+# exception's first line, where agents' code and logs could be.
+ADMINS = [
+    (a.split("<")[0].strip() or a, a.split("<")[-1].rstrip(">").strip()) for a in env_list("ADMINS", [])
+]
+SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL) or DEFAULT_FROM_EMAIL
+DEFAULT_EXCEPTION_REPORTER = "ops.error_reports.PrivateExceptionReporter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "ops.error_reports.PrivateExceptionReporterFilter"
+SENTRY_DSN = env_secret("SENTRY_DSN") or ""
+if SENTRY_DSN:
+    from ops.error_reports import init_sentry
+
+    init_sentry(
+        SENTRY_DSN,
+        environment=env_str("SENTRY_ENVIRONMENT", "production") or "production",
+        release=env_str("SENTRY_RELEASE", "") or "",
+    )
+# Retention (ops/retention.py), in days; 0 keeps forever. Results and ratings are always kept.
+RETENTION_MATCH_STATES_DAYS = env_int("RETENTION_MATCH_STATES_DAYS", 0, minimum=0)
+RETENTION_RETIRED_REPLAYS_DAYS = env_int("RETENTION_RETIRED_REPLAYS_DAYS", 0, minimum=0)
+RETENTION_UNPLAYABLE_ZIPS_DAYS = env_int("RETENTION_UNPLAYABLE_ZIPS_DAYS", 0, minimum=0)
+RETENTION_INTERVAL_SECONDS = env_float("RETENTION_INTERVAL_SECONDS", 3600.0, minimum=60.0)
+if RETENTION_MATCH_STATES_DAYS or RETENTION_RETIRED_REPLAYS_DAYS or RETENTION_UNPLAYABLE_ZIPS_DAYS:
+    CELERY_BEAT_SCHEDULE["ops-prune-data"] = {
+        "task": "ops.prune_data",
+        "schedule": RETENTION_INTERVAL_SECONDS,
+    }

@@ -30,6 +30,8 @@ def replay_states(
     full = list(states)
     if len(full) == len(actions):
         full = [game.initial_state(), *full]
+    elif len(full) <= 1 and actions:  # states pruned by retention (ops/retention.py): replay the actions
+        full = _replayed(game, full[0] if full else game.initial_state(), actions)
     moves = []
     for i, action in enumerate(actions):
         before = full[i] if i < len(full) else None
@@ -43,6 +45,18 @@ def replay_states(
         player = seats[seat] if seat in (0, 1) else ""
         moves.append({"player": player, "seat": seat, "action": action, "text": text})
     return full, moves
+
+
+def _replayed(game: Any, initial: Any, actions: list[Any]) -> list[Any]:
+    """The states of a match from its first state and its actions (as many as the rules accept)."""
+    full = [initial]
+    for action in actions:
+        try:
+            full.append(game.apply(full[-1], action))
+        except Exception:  # an action the rules refuse (it was charged as INVALID_ACTION): stop there
+            log.debug("cannot replay action %r of %s", action, game, exc_info=True)
+            break
+    return full
 
 
 def match_result_text(match: Any, names: list[str]) -> str:
