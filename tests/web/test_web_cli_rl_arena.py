@@ -30,7 +30,7 @@ def test_a_local_duel_detects_their_minimax_which_beats_random(tmp_path):
     assert code == 0, out
     duel = json.loads(output.read_text())
     assert duel["player_1_errors"] == duel["player_2_errors"] == 0, out
-    assert duel["player_1_wins"] >= 8, out
+    assert duel["player_1_wins"] > duel["player_2_wins"], out
 
 
 def test_check_runs_their_zip_unchanged_and_format_overrides_the_detection():
