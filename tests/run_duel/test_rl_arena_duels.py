@@ -112,3 +112,26 @@ def test_the_format_reaches_the_harness_from_the_launch_spec(sandbox, make_agent
     assert not errors(duel), errors(duel)
     assert "format rl-arena quarto" in duel["player_1_log"]
     assert "format native quarto" in duel["player_2_log"]
+
+
+def test_the_kaggle_format_runs_the_kaggle_function_even_beside_a_player_class(sandbox, make_agent):
+    agent = make_agent(
+        """
+        class Player:
+            def __init__(self, train_mode):
+                raise RuntimeError("the kaggle format must not build the Player")
+
+
+        def agent(observation, configuration):
+            return [c for c in range(configuration.columns) if observation.board[c] == 0][0]
+        """
+    )
+    duel = play_duel(
+        "connect-four",
+        sandbox,
+        LaunchSpec(str(agent), agent_format="kaggle"),
+        LaunchSpec(str(RANDOM)),
+        matches=2,
+        record_states=False,
+    )
+    assert not errors(duel), errors(duel)

@@ -207,3 +207,38 @@ def test_rl_arena_format_needs_one_of_its_games_and_a_player_class():
         rl_arena_player(module, "player", "leduc-holdem")
     with pytest.raises(AttributeError, match="no Player class"):
         rl_arena_player(module, "player", "quarto")
+
+
+# -- detection (run_duel.agent_formats) ------------------------------------------------------------------
+
+
+def test_the_harness_and_the_platform_agree_on_rl_arenas_games():
+    from run_duel import agent_formats
+
+    assert set(RL_ARENA_GAMES) == set(agent_formats.RL_ARENA_GAMES)
+
+
+def test_an_upload_is_rl_arena_when_environment_yml_sits_next_to_player_py(tmp_path):
+    import zipfile
+
+    from run_duel.agent_formats import detect, resolve, root_files
+
+    folder = RL_ARENA / "minimax"
+    assert detect(root_files(folder), "connect-four") == "rl-arena"
+    assert detect(root_files(folder), "leduc-holdem") == "native"  # not one of rl-arena's games
+    assert detect(
+        root_files(Path(__file__).resolve().parents[2] / "example_players" / "random"), "quarto"
+    ) == ("native")
+    nested = tmp_path / "nested.zip"
+    with zipfile.ZipFile(nested, "w") as archive:
+        archive.writestr("bot/player.py", "class Player: ...\n")
+        archive.writestr("bot/environment.yml", "name: player\n")
+    assert detect(root_files(nested), "tic-tac-toe") == "rl-arena"
+    assert detect(root_files(RL_ARENA / "zips" / "missing.zip"), "quarto") == "native"  # no player.py
+    assert root_files(tmp_path / "no-such.zip") == []
+    assert resolve("auto", "quarto", ["player.py", "environment.yml"]) == ("rl-arena", True)
+    assert resolve("native", "quarto", ["player.py", "environment.yml"]) == ("native", False)
+    with pytest.raises(ValueError, match="unknown agent format"):
+        resolve("conda", "quarto", [])
+    with pytest.raises(ValueError, match="not goofspiel"):
+        resolve("rl-arena", "goofspiel", [])
