@@ -151,7 +151,7 @@ def _dist_info(zf: zipfile.ZipFile, filename: str) -> str:
     return top
 
 
-def install_wheel(path: str, target: str, budget: Budget, compiled: list[str]) -> None:
+def install_wheel(path: str, target: str, budget: Budget, compiled: dict[str, str]) -> None:
     filename = os.path.basename(path)
     parts = filename[: -len(".whl")].split("-")
     budget.package = f"{parts[0]} {parts[1] if len(parts) > 1 else ''} ({filename})".replace("  ", " ")
@@ -180,7 +180,7 @@ def install_wheel(path: str, target: str, budget: Budget, compiled: list[str]) -
                 destination = os.path.join(folder, relative[-1])
                 _write_member(zf, info, destination, script, budget)
                 if destination.endswith(".py") and not script and relative[0] not in ("bin", "include"):
-                    compiled.append(destination)
+                    compiled[destination] = budget.package  # a later wheel's file replaces it
     except Refused as exc:
         raise Refused(f"{budget.package}: {exc}") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as exc:
@@ -189,12 +189,12 @@ def install_wheel(path: str, target: str, budget: Budget, compiled: list[str]) -
         raise Refused(f"{budget.package} could not be unpacked: {exc}") from None
 
 
-def compile_sources(paths: list[str], budget: Budget) -> None:
+def compile_sources(paths: dict[str, str], budget: Budget) -> None:
     """Bytecode for every unpacked .py file (as pip does), each checked against the caps before it is
     written; a file that does not compile is left without (as pip does)."""
-    budget.package = "bytecode"
     flags = (0).to_bytes(4, "little")  # timestamp-based pyc (PEP 552)
-    for source_path in dict.fromkeys(paths):
+    for source_path, package in paths.items():
+        budget.package = f"{package}, its bytecode"
         try:
             with open(source_path, "rb") as handle:
                 source = handle.read()
@@ -223,7 +223,7 @@ def compile_sources(paths: list[str], budget: Budget) -> None:
 def main(argv: list[str]) -> int:
     target, max_bytes, max_files, *wheels = argv
     budget = Budget(int(max_bytes), int(max_files))
-    compiled: list[str] = []
+    compiled: dict[str, str] = {}  # .py file -> the package it came from
     try:
         for wheel in sorted(wheels):
             install_wheel(wheel, target, budget, compiled)

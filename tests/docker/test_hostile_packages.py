@@ -295,6 +295,7 @@ def test_bytecode_counts_against_the_cap_while_it_is_written(settings, tmp_path)
     unpacker refuses before writing it."""
     result, watch = _build(tmp_path, replace(settings, packages_max_mb=1), "bytecode-pkg==1.0\n")
     assert (result.ok, result.error_kind) == (False, "BUILD_FAILED"), result.log[-2000:]
+    assert result.error.startswith("bytecode_pkg 1.0 (bytecode_pkg-1.0-py3-none-any.whl), its bytecode: ")
     assert "over this server's limit of 1 MiB" in result.error, result.error
     assert watch.peak <= MIB, watch.peak
 
