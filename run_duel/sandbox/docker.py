@@ -6,9 +6,17 @@ rest of this docstring describes the fresh container, whose settings a warm one 
 
 Transport: a Unix stream socket. For every launch the referee side creates a private folder holding a
 listening socket, bind-mounts that folder read-only at ``/run/arena`` in the container, and starts the
-image's entrypoint (our harness) with ``--connect /run/arena/agent.sock``. The folder is owned by
-root:10001 with mode 0710 and the socket belongs to uid 10001 with mode 0600: only the agent's user (and
-root) can connect, and nothing is world-readable or world-writable. The container has no network at all.
+image's entrypoint with ``--connect /run/arena/agent.sock``. The folder is owned by root:10001 with mode
+0710 and the socket belongs to uid 10001 with mode 0600: only the agent's user (and root) can connect,
+and nothing is world-readable or world-writable. The container has no network at all. The socket is bound
+through a descriptor of its folder (``_bind_anonymously``), so the container never sees its host path.
+
+Start-up: an image whose entrypoint is our Python harness runs this checkout's harness instead, copied
+into the launch folder, as ``python3 -I -B -u`` (``container_config``), so no code of the agent's packages
+runs before its seat is ready, whatever the image's environment says (images built before carry
+``PYTHONPATH``). The socket gets its name only once the data folder is filled; our C++ images' launcher
+waits for it. A fill that fails because of the archive's own content raises ``AgentDataRefused`` (the
+agent's), never ``SandboxError``.
 
 Container settings (see ``container_config``): user 10001, ``network_mode=none``, read-only root, a
 size-capped ``noexec`` tmpfs at /tmp, all capabilities dropped, ``no-new-privileges``, a pids limit,

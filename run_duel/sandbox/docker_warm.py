@@ -1,11 +1,13 @@
 """Warm Docker sandboxes: a container per revision kept between duels, a fresh agent process per duel.
 
-A warm container runs our harness as its first process (PID 1) in ``--warm`` mode: the *factory*. It
-imports numpy once, then for each duel forks a fresh agent process (which imports ``player.py`` and
-builds its ``Player`` exactly as a cold harness does) and, when the duel ends, kills every other process
-of the container and empties every folder an agent can write (``/tmp``, ``/dev/shm``, ``/dev/mqueue``),
-reporting whether anything survived. The referee side (this module) keeps idle containers in a
-per-process ``WarmPool`` keyed by image and limits, and hands each one to one seat at a time.
+A warm container runs our harness as its first process (PID 1) in ``--warm`` mode, started as ``python3
+-I -B -u`` (nothing of the agent's packages runs in it): the *factory*. It imports numpy once (unless the
+agent's packages bring their own), then for each duel forks a fresh agent process (which adds the agent's
+packages, imports ``player.py`` and builds its ``Player`` exactly as a cold harness does) and, when the
+duel ends, kills every other process of the container and empties every folder an agent can write
+(``/tmp``, ``/dev/shm``, ``/dev/mqueue``), reporting whether anything survived. The referee side (this
+module) keeps idle containers in a per-process ``WarmPool`` keyed by image and limits, and hands each one
+to one seat at a time.
 
 Safety (the argument is in ``run_duel/README.md``, "Warm sandboxes"):
 
@@ -23,7 +25,8 @@ Safety (the argument is in ``run_duel/README.md``, "Warm sandboxes"):
 Control protocol: a SOCK_SEQPACKET Unix socket (one JSON object per packet) in the container's
 bind-mounted launch folder; ``spawn`` carries the duel's channel (one end of a socketpair) and the write
 end of its stderr pipe as ``SCM_RIGHTS`` descriptors. The factory's listener path is unlinked as soon as
-it connected, so no agent can reach it.
+it connected, so no agent can reach it, and it was bound through a descriptor of its folder, so the
+container's ``/proc/net/unix`` never names the referee's folder.
 """
 
 from __future__ import annotations
