@@ -9,6 +9,8 @@ import re
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from environments import get_info
 from run_duel.api import LaunchSpec, Limits, play_duel, validate_duel_json
 from run_duel.referee import limits_for
@@ -118,3 +120,26 @@ def test_a_reply_that_exhausts_the_bank_is_a_timeout_for_native_and_kaggle_agent
         assert first["error_kind"] == "TIMEOUT", _errors(result)
         assert first["result"] == "PLAYER_1_ERROR"
         assert "time bank" in first["error_msg"], first["error_msg"]
+
+
+@pytest.mark.docker
+def test_in_docker_a_3_s_first_move_draws_from_the_bank_and_one_past_it_is_a_timeout(
+    docker_sandbox, image, tmp_path
+):
+    """The bank on the agent's own clock (the container's cgroup CPU and its harness's run-queue wait)."""
+    slow = image(str(_agent(tmp_path, "slow", "player.py", SLOW_NATIVE)))
+    kaggle = image(str(_agent(tmp_path, "kaggle", "main.py", SLOW_KAGGLE)))
+    opponent = image(str(RANDOM))
+    result = play_duel("connect-four", docker_sandbox, LaunchSpec(slow), LaunchSpec(opponent), matches=2)
+    validate_duel_json(result)
+    assert not _errors(result), _errors(result)
+    result = play_duel("connect-four", docker_sandbox, LaunchSpec(kaggle), LaunchSpec(opponent), matches=2)
+    assert not _errors(result), _errors(result)
+    banks = [json.loads(line)[1] for line in re.findall(r"CLOCK (\[.*\])", result["player_1_log"])]
+    assert banks[0] == get_info("connect-four").time_bank_s and banks[1] < banks[0]
+    limits = Limits(move_timeout=0.5, time_bank_s=1.0, init_timeout=60.0)
+    result = play_duel(
+        "connect-four", docker_sandbox, LaunchSpec(slow), LaunchSpec(opponent), matches=2, limits=limits
+    )
+    assert result["matches"][0]["error_kind"] == "TIMEOUT", _errors(result)
+    assert "time bank" in result["matches"][0]["error_msg"]
