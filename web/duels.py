@@ -34,6 +34,7 @@ class Side:
     opponent_error_kinds: list[tuple[str, int]] = field(default_factory=list)
     own_error_kinds: list[tuple[str, int]] = field(default_factory=list)
     rating: Any = None  # a web.queries.RatingChange, when the duel was rated
+    rating_story: list[str] = field(default_factory=list)  # rating_story(): the change in words
 
     @property
     def wins(self) -> int:
@@ -107,3 +108,60 @@ def outcome_for(duel: Duel, competitor_id: int) -> str:
         return "error"
     is_1 = duel.revision_1.competitor_id == competitor_id
     return "won" if (duel.result == Duel.Result.PLAYER_1_WIN) == is_1 else "lost"
+
+
+#: The rating's symbols, as pages show them.
+_MU, _SIGMA = "\u03bc", "\u03c3"
+_SCORE = f"{_MU} \u2212 3{_SIGMA}"
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.2f}"
+
+
+def rating_story(change: Any, outcome: str) -> list[str]:
+    """What a rated duel did to one side's rating, in sentences a newcomer can follow: the result moved the
+    skill estimate mu; every duel makes the arena surer of it (sigma shrinks); the leaderboard ranks by the
+    cautious mu - 3 sigma, which therefore can rise after a loss (and fall after a win when sigma grew).
+    ``outcome`` is :func:`outcome_for`'s."""
+    said = {"won": "It won this duel", "lost": "It lost this duel", "draw": "This duel was a draw"}
+    lead = said.get(outcome, "This duel was rated")
+    mu = change.mu_delta
+    if abs(mu) < 0.005:
+        moved = f"its skill estimate {_MU} did not move"
+    else:
+        moved = f"its skill estimate {_MU} {'rose' if mu > 0 else 'fell'} by {abs(mu):.2f}"
+    out = [f"{lead}: {moved} (from {change.mu_before:.2f} to {change.mu_after:.2f})."]
+    sigma = change.sigma_after - change.sigma_before
+    if sigma < -0.005:
+        out.append(
+            f"Each result makes the arena surer of its skill: its uncertainty {_SIGMA} went from "
+            f"{change.sigma_before:.2f} to {change.sigma_after:.2f} (lower is surer)."
+        )
+    elif sigma > 0.005:
+        out.append(
+            f"Its uncertainty {_SIGMA} grew from {change.sigma_before:.2f} to {change.sigma_after:.2f}: the "
+            "arena is a little less sure of its skill (lower is surer)."
+        )
+    skill = change.skill_delta
+    text = (
+        f"The leaderboard ranks by {_SCORE}, a cautious score (a skill it has almost surely): "
+        f"{change.skill_before:.2f} to {change.skill_after:.2f}, {_signed(skill)}"
+    )
+    if (skill > 0.005 and mu < -0.005) or (skill < -0.005 and mu > 0.005):
+        text += (
+            ", because the growing certainty outweighed the result"
+            if skill > 0
+            else ", because the lost certainty outweighed the result"
+        )
+    out.append(text + ".")
+    if change.rank_after is not None:
+        if change.rank_before is None:
+            out.append(f"Its first rated duel places it #{change.rank_after}.")
+        elif change.rank_delta:
+            verb = "up" if change.rank_delta > 0 else "down"
+            places = abs(change.rank_delta)
+            out.append(f"Rank: #{change.rank_before} to #{change.rank_after} ({verb} {places}).")
+        else:
+            out.append(f"Rank: still #{change.rank_after}.")
+    return out

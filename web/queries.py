@@ -294,6 +294,18 @@ class RatingChange:
         """The change of mu - 3 sigma."""
         return self.skill_after - self.skill_before
 
+    @property
+    def mu_delta(self) -> float:
+        """The change of mu, the skill estimate: what the duel's result moved."""
+        return self.mu_after - self.mu_before
+
+    @property
+    def rank_delta(self) -> int | None:
+        """Places gained (positive) or lost; ``None`` without a rank before (its first duel)."""
+        if self.rank_before is None or self.rank_after is None:
+            return None
+        return self.rank_before - self.rank_after
+
 
 def _previous(field_name: str) -> Subquery:
     """The same rating's history entry just before the outer one (by time, then id)."""

@@ -36,7 +36,7 @@ def test_match_errors_name_the_player_and_count_its_own_moves(client, pair, bob)
     solid, flaky = pair
     duel = factories.error_duel(solid, flaky, erring=2, kind="CRASH", num_matches=2)
     html = client.get(reverse("web:duel", args=[duel.pk])).content.decode()
-    # Match 0: solid moved first, flaky crashed on move 2 of the match; everyone reads the platform's words.
+    # Match 1: solid moved first, flaky crashed on move 2 of the match; everyone reads the platform's words.
     assert "flaky (player 2) crashed (its code raised an exception or its process ended), after 1" in html
     assert "RuntimeError" not in html
     assert "flaky erred" in html  # the result column names who erred
@@ -61,9 +61,10 @@ def test_the_duel_page_shows_each_sides_rating_and_rank_before_and_after(client,
     html = client.get(reverse("web:duel", args=[duel.pk])).content.decode()
     table = re.search(r'data-testid="rating-change-1">(.*?)</table>', html, re.S).group(1)
     cells = re.findall(r'<td class="num">(.*?)</td>', table, re.S)
-    assert cells[:4] == ["24.00", "30.00", "6.00", "4.00"]  # mu, sigma before -> after
-    assert "6.00" in cells[4] and "18.00" in cells[5] and "+12.00" in cells[5]
-    assert cells[6:] == ["#2", "#1"]  # behind third before, first after
+    assert cells[:2] == ["#2", "#1"]  # behind third before, first after
+    assert cells[2] == "24.00" and "30.00" in cells[3] and '"delta up">+6.00' in cells[3]  # mu
+    assert cells[4:6] == ["6.00", "4.00"]  # sigma before -> after
+    assert cells[6] == "6.00" and "18.00" in cells[7] and '"delta flat">+12.00' in cells[7]  # mu - 3 sigma
     flaky_table = re.search(r'data-testid="rating-change-2">(.*?)</table>', html, re.S).group(1)
     assert "new" in flaky_table  # flaky had no rating before its first duel
     # 8.0: behind solid (18.0, not its 6.0 from before) and third (12.0).

@@ -107,11 +107,12 @@ def error_lines(text: str) -> tuple[str, str]:
 
 
 @register.simple_tag
-def delta(value: float | None, digits: int = 2) -> SafeString:
-    """A signed change, green when it rose and red when it fell (e.g. ``+1.25``)."""
+def delta(value: float | None, digits: int = 2, neutral: bool = False) -> SafeString:
+    """A signed change, green when it rose and red when it fell (e.g. ``+1.25``); ``neutral``: grey either
+    way (the leaderboard score moves with the uncertainty too: its rise after a loss is no good news)."""
     if value is None:
         return mark_safe("")
-    cls = "up" if value > 0.005 else "down" if value < -0.005 else "flat"
+    cls = "flat" if neutral else "up" if value > 0.005 else "down" if value < -0.005 else "flat"
     return format_html('<span class="delta {}">{}</span>', cls, f"{value:+.{int(digits)}f}")
 
 
@@ -166,3 +167,21 @@ def duel_result_badge(duel: Any) -> SafeString:
     if duel.result:
         return badge(duel.result, duel.get_result_display())
     return badge(duel.state, duel.get_state_display())
+
+
+@register.simple_tag
+def duel_lengths(environment: Any, short: bool = False) -> str:
+    """How many matches a duel of this game has, truthfully: ladder duels vary per pairing (longer when two
+    agents are hard to tell apart: ``tournament_manager.actions.ladder_policy``), challenges and tournament
+    duels play the game's ``matches_per_duel``. E.g. "ladder duels of 2 to 40 matches; challenges and
+    tournaments 10"."""
+    from tournament_manager.actions import ladder_policy
+
+    fixed = environment.matches_per_duel
+    lengths = ladder_policy(fixed).duel_lengths or (fixed,)
+    low, high = min(lengths), max(lengths)
+    if short:
+        dash = "\u2013"
+        return f"ladder {low if low == high else f'{low}{dash}{high}'}, others {fixed}"
+    ladder = f"{low}" if low == high else f"{low} to {high}"
+    return f"ladder duels of {ladder} matches; challenges and tournaments {fixed}"

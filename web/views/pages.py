@@ -14,11 +14,13 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from core.actions.pair_records import RATED_KINDS
 from core.models import Competitor, Duel, Environment, Match, Rating, Revision
 from web import queries
 from web.charts import rating_chart
 from web.duels import headline as duel_headline
 from web.duels import outcome_for as duel_outcome_for
+from web.duels import rating_story
 from web.duels import sides as duel_sides
 from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
 from web.progress import build_verdict, revision_progress, smoke_verdict
@@ -165,7 +167,7 @@ def _history_rows(comp: Competitor, duels: list[Duel], rating: Rating | None) ->
                 their_score=getattr(d, f"player_{them}_score"),
                 my_errors=getattr(d, f"player_{me}_errors"),
                 their_errors=getattr(d, f"player_{them}_errors"),
-                change=changes.get(d.pk),
+                change=changes.get(d.pk) if d.kind in RATED_KINDS else None,
             )
         )
     return rows
@@ -342,10 +344,12 @@ def duel(request: HttpRequest, pk: int) -> HttpResponse:
     player logs for each player's owner and staff."""
     d = _duel(pk)
     context = _duel_context(request, d)
-    if d.rated:
+    if d.rated and d.kind in RATED_KINDS:  # a challenge is counted as played, never rated
         changes = queries.duel_rating_changes(d)
         for side, change in zip(context["sides"], changes, strict=True):
             side.rating = change
+            if change is not None:
+                side.rating_story = rating_story(change, duel_outcome_for(d, side.competitor_id))
     show = [
         queries.can_see_private(request.user, d.revision_1.competitor.owner_id),
         queries.can_see_private(request.user, d.revision_2.competitor.owner_id),
