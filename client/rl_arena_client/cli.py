@@ -385,7 +385,8 @@ def cmd_games(args: argparse.Namespace, out: TextIO) -> int:
             continue
         print(
             f"{slug:<14} {info.name:<14} {info.matches_per_duel} matches a duel, "
-            f"{info.move_time_limit:g} s a move, {info.init_time_limit:g} s to start, "
+            f"{info.move_time_limit:g} s a move (+ a {info.time_bank_s:g} s bank a match), "
+            f"{info.init_time_limit:g} s to start, "
             f"{info.memory_limit_mb} MB",
             file=out,
         )
