@@ -117,6 +117,8 @@ def test_a_valid_info_parses_with_unknown_keys_kept_as_extra():
     assert info.matches_per_duel == 10
     assert info.init_time_limit == 10.0
     assert info.extra == {"synthetic": True}
+    assert info.time_bank_s == 0.0  # optional: no bank unless the game sets one
+    assert parse_info({**VALID_INFO, "time_bank_s": 2.5}).time_bank_s == 2.5
 
 
 @pytest.mark.parametrize(
@@ -134,6 +136,8 @@ def test_a_valid_info_parses_with_unknown_keys_kept_as_extra():
         ({"slug": "Connect_Four"}, "slug must be lowercase letters/digits"),
         ({"name": "  "}, "name must be a non-empty string"),
         ({"description": None}, "description must be a non-empty string"),
+        ({"time_bank_s": -1}, "time_bank_s must be a finite number >= 0, got -1"),
+        ({"time_bank_s": "10s"}, "time_bank_s must be a finite number >= 0"),
     ],
 )
 def test_invalid_values_are_rejected_with_the_key_and_the_reason(change, message):
