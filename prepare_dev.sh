@@ -234,13 +234,21 @@ choose_sandbox() {
     export SANDBOX="$chosen"
 }
 
+# A root worker runs local agents as the unprivileged user rl-arena-agent (bubblewrap started by root would
+# run them as host root; run_duel/sandbox/local.py refuses that): create it.
+ensure_agent_user() {
+    [ "$(id -u)" = 0 ] || return 0
+    "$ROOT/scripts/ensure_agent_user.sh" \
+        || die "could not create the user rl-arena-agent that a root worker runs agents as (scripts/ensure_agent_user.sh)"
+}
+
 # The local sandbox isolates agents with bubblewrap: install it when missing (apt-get, as root or with sudo).
 # When it cannot be installed, the worker would refuse to start agents; SANDBOX_ALLOW_UNISOLATED=1 (in the
 # environment or $ENV_FILE) runs them as plain subprocesses instead (trusted code only: they can read this
 # machine's secrets), with a warning at every duel.
 ensure_local_isolation() {
     [ "$SANDBOX" = local ] || return 0
-    command -v bwrap >/dev/null 2>&1 && return 0
+    command -v bwrap >/dev/null 2>&1 && { ensure_agent_user; return 0; }
     log "bubblewrap (bwrap) is missing: installing it"
     local sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo -n"
@@ -248,7 +256,7 @@ ensure_local_isolation() {
         $sudo apt-get install -y bubblewrap >/dev/null 2>&1 \
             || { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y bubblewrap >/dev/null 2>&1; } || true
     fi
-    command -v bwrap >/dev/null 2>&1 && { log "bubblewrap installed"; return 0; }
+    command -v bwrap >/dev/null 2>&1 && { log "bubblewrap installed"; ensure_agent_user; return 0; }
     case "$(setting SANDBOX_ALLOW_UNISOLATED)" in
     1 | on | true | yes)
         log "WARNING: no bubblewrap; SANDBOX_ALLOW_UNISOLATED=1: agents run UNISOLATED (they can read this machine's secrets)"

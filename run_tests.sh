@@ -33,6 +33,9 @@ if [ ${#need[@]} -gt 0 ]; then
     && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${need[@]}" >/dev/null
 fi
 
+# The unprivileged user a root referee runs local-sandbox agents as (run_duel/sandbox/local.py).
+scripts/ensure_agent_user.sh
+
 step "PostgreSQL and Redis"
 scripts/ensure_services.sh
 

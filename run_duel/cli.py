@@ -34,6 +34,7 @@ class UsageError(Exception):
 
 def _extract_zip(path: Path) -> Path:
     target = Path(tempfile.mkdtemp(prefix="arena-cli-agent-"))
+    target.chmod(0o755)  # a root referee's agents run as an unprivileged user (sandbox/local.py)
     atexit.register(shutil.rmtree, target, True)
     try:
         with zipfile.ZipFile(path) as archive:

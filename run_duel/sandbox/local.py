@@ -35,6 +35,7 @@ import functools
 import json
 import logging
 import os
+import pwd
 import resource
 import select
 import shutil
@@ -91,6 +92,104 @@ SANDBOX_HOME = f"{SANDBOX_TMP}/home"
 #: missing: without it the local sandbox refuses to start rather than fall back silently.
 ALLOW_UNISOLATED_ENV = "SANDBOX_ALLOW_UNISOLATED"
 _TRUE = {"1", "on", "true", "yes"}
+
+
+#: The host user every agent runs as when the referee is root. Bubblewrap started by root maps the
+#: sandbox's uid to host uid 0, so an agent could read every root-only file of the folders bound into its
+#: sandbox; instead, a root referee gives bubblewrap a user namespace it made itself (``_agent_userns``),
+#: where the sandbox's uid 65534 is this user, and the agent drops to it (``setpriv``) before the harness
+#: starts. ``scripts/ensure_agent_user.sh`` creates it (``./prepare_dev.sh`` and ``run_tests.sh`` run it);
+#: without it a root referee refuses to start bubblewrap. A referee that is not root needs none: bubblewrap
+#: maps the sandbox's uid to the referee's own, already unprivileged.
+AGENT_USER = "rl-arena-agent"
+#: The agent's uid and gid inside the sandbox (bubblewrap's and Docker's ``nobody``).
+SANDBOX_UID = 65534
+_CLONE_NEWUSER = 0x10000000
+
+
+def agent_host_user() -> tuple[int, int] | None:
+    """``(uid, gid)`` agents must run as: ``AGENT_USER``'s when we are root, else ``None`` (our own).
+
+    Raises ``SandboxError`` when we are root and that user is missing or privileged."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam(AGENT_USER)
+    except KeyError:
+        raise SandboxError(
+            f"the worker runs as root, and bubblewrap started by root would run agents as host root (able to "
+            f"read every root-only file of the folders bound into the sandbox): create the unprivileged user "
+            f"{AGENT_USER!r} that agents run as instead (scripts/ensure_agent_user.sh; ./prepare_dev.sh runs "
+            f"it), or run the worker as an unprivileged user"
+        ) from None
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        raise SandboxError(
+            f"the user {AGENT_USER!r} that agents run as has uid {entry.pw_uid} / gid {entry.pw_gid}: it "
+            "must be an unprivileged user (scripts/ensure_agent_user.sh creates one)"
+        )
+    return entry.pw_uid, entry.pw_gid
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _agent_userns(uid: int, gid: int) -> int:
+    """A new user namespace for one sandbox (a descriptor on it), made by us as root: host root stays
+    root in it (so bubblewrap can bind what root can read: a ``/root/.pyenv`` interpreter, a 0700
+    temporary folder), ``SANDBOX_UID`` is ``uid``/``gid``, nothing else is mapped, and it may hold no
+    further user namespace (``user.max_user_namespaces`` 0 in it: what ``--disable-userns`` does)."""
+    holder = subprocess.Popen(
+        ["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=_unshare_user, cwd="/"
+    )
+    try:
+        for name, line in (
+            ("uid_map", f"0 0 1\n{SANDBOX_UID} {uid} 1\n"),
+            ("gid_map", f"0 0 1\n{SANDBOX_UID} {gid} 1\n"),
+        ):
+            with open(f"/proc/{holder.pid}/{name}", "w") as handle:
+                handle.write(line)
+        fd = os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        holder.stdin.close()  # type: ignore[union-attr]
+        holder.wait()
+    limit = subprocess.run(
+        ["/bin/sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces"],
+        preexec_fn=functools.partial(_enter_userns, fd),
+        pass_fds=(fd,),
+        capture_output=True,
+        cwd="/",
+        check=False,
+    )
+    if limit.returncode != 0:
+        os.close(fd)
+        raise OSError(f"could not forbid nested user namespaces: {limit.stderr.decode(errors='replace')}")
+    return fd
+
+
+@contextlib.contextmanager
+def _file_identity(owner: tuple[int, int] | None):
+    """Make this thread create files as ``owner`` (its file-system uid and gid; ``None``: unchanged).
+    ``setfsuid`` is per thread: the referee's other threads keep root's rights."""
+    if owner is None:
+        yield
+        return
+    old_gid = _libc.setfsgid(owner[1])
+    old_uid = _libc.setfsuid(owner[0])
+    try:
+        yield
+    finally:
+        _libc.setfsuid(old_uid)
+        _libc.setfsgid(old_gid)
+
+
+def _unshare_user() -> None:  # in the child between fork and exec (single-threaded)
+    if _libc.unshare(_CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
+
+
+def _enter_userns(fd: int) -> None:  # in the child between fork and exec (single-threaded)
+    if _libc.setns(fd, _CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "setns(CLONE_NEWUSER)")
 
 
 def unisolated_allowed() -> bool:
@@ -561,13 +660,19 @@ class LocalSandbox(Sandbox):
                     "to run trusted agents unisolated"
                 )
         self.bwrap = found if use_bwrap is not False else None
+        #: The host (uid, gid) agents run as: ``AGENT_USER``'s when we are root, else ``None`` (ours).
+        self.run_as = agent_host_user() if self.bwrap else None
+        self.setpriv = shutil.which("setpriv") if self.run_as is not None else None
+        if self.run_as is not None and self.setpriv is None:
+            raise SandboxError("the worker runs as root and `setpriv` (util-linux) is missing: install it")
         self.use_cgroup = use_cgroup
         if use_cgroup:
             _SeatCgroup.remove_stale()
         self.address_space_slack_mb = address_space_slack_mb
         if self.bwrap:
             self.isolation = (
-                "local subprocess inside bubblewrap: no network, unprivileged uid in a user namespace, "
+                "local subprocess inside bubblewrap: no network, an unprivileged host uid in a user "
+                f"namespace ({AGENT_USER!r} when the worker is root), "
                 "read-only system and agent folder, a seccomp filter refusing what Docker's default "
                 "profile refuses, rlimits and per-agent cgroups; weaker than Docker (no CPU quota)"
             )
@@ -600,13 +705,23 @@ class LocalSandbox(Sandbox):
         limits: Limits,
         seccomp_fd: int | None = None,
         data_fds: tuple[int, int | None] | None = None,
+        userns_fd: int | None = None,
     ) -> list[str]:
         """The bubblewrap command line. ``data_fds`` (info, block): the sandbox gets its data folder, a
         tmpfs of ``limits.data_mb``, says where its first process is on the info descriptor and, with a
-        block descriptor, waits before running the harness until it is written (``_BwrapDataFolder``)."""
-        cmd = [self.bwrap or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
-        if _bwrap_supports(cmd[0], "--disable-userns"):
-            cmd += ["--disable-userns"]  # no nested user namespaces: no caps, no chroot, no mounts inside
+        block descriptor, waits before running the harness until it is written (``_BwrapDataFolder``).
+        ``userns_fd`` (we are root): the user namespace of ``_agent_userns``; bubblewrap sets the sandbox
+        up as root of it (host root, without capabilities outside it), and ``setpriv`` drops the harness
+        to ``SANDBOX_UID`` (``AGENT_USER`` on the host) with no capabilities and no new privileges."""
+        cmd = [self.bwrap or "bwrap"]
+        if userns_fd is None:  # bubblewrap makes the user namespace, mapping SANDBOX_UID to our own uid
+            cmd += ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+            if _bwrap_supports(cmd[0], "--disable-userns"):
+                cmd += ["--disable-userns"]  # no nested user namespaces: no caps, no chroot, no mounts inside
+        else:  # ours (we are root): every namespace of --unshare-all but the user one, which is given
+            cmd += ["--userns", str(userns_fd), "--unshare-ipc", "--unshare-pid", "--unshare-net"]
+            cmd += ["--unshare-uts", "--unshare-cgroup-try", "--uid", "0", "--gid", "0"]
+            cmd += [arg for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP") for arg in ("--cap-add", cap)]
         cmd += ["--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = Path("/") / name
@@ -619,14 +734,19 @@ class LocalSandbox(Sandbox):
                 cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         # The private /tmp first: an interpreter or checkout that lives under the host's /tmp (a CI clone)
         # is then bound on top of it instead of being hidden by it.
-        cmd += ["--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME]
+        # World-writable: when we are root, bubblewrap makes them as (namespaced) root for the agent's uid.
+        cmd += ["--perms", "1777", "--size", str(limits.tmpfs_mb * MB), "--tmpfs", SANDBOX_TMP]
+        cmd += ["--perms", "1777", "--dir", SANDBOX_HOME]
         for root in self._python_roots():
+            for parent in reversed(Path(root).parents[:-1]):  # bubblewrap would make them 0700
+                cmd += ["--perms", "0755", "--dir", str(parent)]
             cmd += ["--ro-bind", root, root]
+        cmd += ["--perms", "0755", "--dir", "/arena"]
         cmd += ["--ro-bind", str(HARNESS_PATH), "/arena/arena_harness.py"]
         cmd += ["--ro-bind", agent_dir, "/agent"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         # /dev/shm would otherwise be an unbounded tmpfs
-        cmd += ["--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108
+        cmd += ["--perms", "1777", "--size", str(SHM_MB * MB), "--tmpfs", "/dev/shm"]  # noqa: S108
         if data_fds is not None:
             cmd += ["--perms", "0700", "--size", str(limits.data_mb * MB), "--tmpfs", DATA_DIR_IN_SANDBOX]
             cmd += ["--info-fd", str(data_fds[0])]
@@ -635,6 +755,9 @@ class LocalSandbox(Sandbox):
         if seccomp_fd is not None:
             cmd += ["--seccomp", str(seccomp_fd)]  # Docker's default refusals (sandbox/seccomp.py)
         cmd += ["--remount-ro", "/", "--chdir", "/agent", "--"]
+        if userns_fd is not None:  # the harness as SANDBOX_UID, nothing left of root (execve keeps the pid)
+            cmd += [self.setpriv or "setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID)]
+            cmd += ["--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
         cmd += [self.python, *HARNESS_PYTHON_FLAGS, "/arena/arena_harness.py", "--agent-dir", "/agent"]
         return cmd
 
@@ -693,6 +816,12 @@ class LocalSandbox(Sandbox):
         agent_dir = Path(spec.agent).resolve()
         if not agent_dir.is_dir():
             raise SandboxError(f"agent folder {spec.agent!r} does not exist")
+        if self.bwrap and self.run_as is not None and agent_dir.stat().st_mode & 0o005 != 0o005:
+            raise SandboxError(
+                f"agent folder {spec.agent!r} has mode {agent_dir.stat().st_mode & 0o777:o}: the agent, run "
+                f"as {AGENT_USER!r}, could not read it (it must be world-readable, as builder/extract.py "
+                "makes it)"
+            )
         limits = spec.limits
         has_data = limits.data_mb > 0
         archive = spec.data.archive if spec.data is not None else b""
@@ -715,13 +844,19 @@ class LocalSandbox(Sandbox):
                     info_r, info_w = os.pipe2(os.O_CLOEXEC)
                     fds += [info_r, info_w]
                     block_r = block_w = None
-                    if check_archive(archive, limits.data_mb * MB)[1]:  # something to fill: hold the harness
+                    # something to fill, or (we are root) the folder to hand to the agent: hold the harness
+                    if self.run_as is not None or check_archive(archive, limits.data_mb * MB)[1]:
                         block_r, block_w = os.pipe2(os.O_CLOEXEC)
                         fds += [block_r, block_w]
                     data_fds, data_pipes = (info_w, block_r), (info_r, block_w)
                     pass_fds += tuple(fd for fd in data_fds if fd is not None)
                     extra_env[DATA_DIR_ENV] = DATA_DIR_IN_SANDBOX
-                cmd = self._bwrap_command(str(agent_dir), limits, seccomp_fd, data_fds)
+                userns_fd = None
+                if self.run_as is not None:
+                    userns_fd = _agent_userns(*self.run_as)
+                    fds.append(userns_fd)
+                    pass_fds += (userns_fd,)
+                cmd = self._bwrap_command(str(agent_dir), limits, seccomp_fd, data_fds, userns_fd)
                 env = self._environment(SANDBOX_HOME, SANDBOX_TMP, extra_env)
                 cwd = "/"
             else:
@@ -770,7 +905,7 @@ class LocalSandbox(Sandbox):
         channel = Channel(from_child_r, to_child_w)
         agent = LocalAgentProcess(proc, channel, stderr, workdir, cgroup, limits, via_bwrap=bool(self.bwrap))
         if data_pipes is not None:
-            folder = _BwrapDataFolder(proc, data_pipes[0])
+            folder = _BwrapDataFolder(proc, data_pipes[0], self.run_as)
             agent._bwrap_data = folder
             if data_pipes[1] is not None:
                 try:
@@ -789,8 +924,11 @@ class _BwrapDataFolder:
     process (named on bubblewrap's ``--info-fd``). Filling it needs the harness held (``--block-fd``);
     reading it back does not, so an empty folder costs no wait at launch (the info is read when needed)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], info_fd: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], info_fd: int, owner: tuple[int, int] | None = None
+    ) -> None:
         self.proc = proc
+        self.owner = owner  # the host (uid, gid) of the sandbox's files: AGENT_USER's when we are root
         self.info_fd: int | None = info_fd
         self.path: str | None = None
 
@@ -828,7 +966,15 @@ class _BwrapDataFolder:
     def fill(self, block_fd: int, archive: bytes, cap_bytes: int) -> None:
         """Write the archive into the folder, then release the harness."""
         try:
-            fill_folder(archive, self.root(), cap_bytes)
+            root = self.root()
+            if self.owner is not None:  # bubblewrap made it as (namespaced) root: the agent's, mode 0700
+                fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.fchown(fd, *self.owner)
+                finally:
+                    os.close(fd)
+            with _file_identity(self.owner):
+                fill_folder(archive, root, cap_bytes)
             os.write(block_fd, b"1")
         finally:
             os.close(block_fd)
