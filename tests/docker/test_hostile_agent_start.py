@@ -354,3 +354,27 @@ def test_a_folder_its_own_archive_cannot_fill_is_the_agents_loss_and_reset(
     assert "data folder could not be restored" in duel["matches"][0]["error_msg"]
     assert "File exists" in duel["matches"][0]["error_msg"]
     assert data.refused and data.saved == b"" and "emptied" in data.problem
+
+
+def test_an_image_built_before_isolation_starts_isolated_too(sandbox, built: dict[str, BuildResult]) -> None:
+    """An image of the old layout (``PYTHONPATH=/opt/agent-packages`` and a harness started without
+    ``-I``): the sandbox runs this checkout's isolated harness in it all the same."""
+    old_layout = (
+        f"FROM {built['python'].agent_ref}\n"
+        "ENV PYTHONPATH=/opt/agent-packages\n"
+        'ENTRYPOINT ["python3", "-B", "-s", "/opt/arena/arena_harness.py", "--agent-dir", "/agent"]\n'
+    )
+    tag = f"rl-arena-test-old-layout:{uuid.uuid4().hex[:12]}"
+    get_client().images.build(fileobj=io.BytesIO(old_layout.encode()), tag=tag, rm=True, network_mode="none")
+    try:
+        data = AgentData(archive=archive_of(STORED))
+        duel = _duel(sandbox, tag, data, f"start-old-{uuid.uuid4().hex[:8]}")
+        assert duel["other_errors"] == duel["player_1_errors"] == duel["player_2_errors"] == 0, duel[
+            "error_msg"
+        ]
+        report = _report(duel)
+        assert report["sitecustomize"] is None and report["threads"] == 1, report
+        assert report["pth_hook"] == {"pid": report["pid"], "data": ["seed.txt"]}, report
+        assert files_of(data.saved) == STORED
+    finally:
+        get_client().api.remove_image(tag, force=True)
