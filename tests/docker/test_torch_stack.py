@@ -13,12 +13,14 @@ import shutil
 import subprocess
 import uuid
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from dockertest_support import RANDOM_PLAYER, REPO, zip_folder
 
 from builder import build_submission
+from builder.settings import BuilderSettings
 from run_duel.api import LaunchSpec, play_duel, validate_duel_json
 from run_duel.sandbox.docker_client import get_client
 
@@ -121,6 +123,37 @@ def test_a_conda_torch_agent_builds_on_the_shared_stack_plays_and_a_second_one_a
     assert 0 < second.added_bytes < stack_own / 4, (second.added_bytes, stack_own)
     for image in (first.agent_ref, second.agent_ref):  # new at every run: do not pile them up
         get_client().images.remove(image)
+
+
+def test_the_package_caps_count_what_the_agent_adds_not_the_shared_stack(torch_stack, tmp_path: Path) -> None:
+    settings = replace(BuilderSettings.from_env(), packages_max_mb=1)
+    folder = tmp_path / "capped"
+    folder.mkdir()
+    (folder / "player.py").write_text((TORCH_AGENT / "player.py").read_text())
+    (folder / "requirements.txt").write_text(f"torch>=2  # {uuid.uuid4().hex}\n")
+    alone = build_submission(
+        zip_folder(folder, tmp_path / "alone.zip"),
+        backend="docker",
+        work_dir=tmp_path,
+        settings=settings,
+        registry=None,
+    )
+    # torch's 800 MB are the stack's, not the agent's: a 1 MiB cap lets it build (nothing to install).
+    assert alone.ok, f"{alone.error}\n{alone.log[-2000:]}"
+    assert alone.stack == torch_stack.describe() and alone.packages == ()
+    assert alone.added_bytes < 1024 * 1024, alone.added_bytes  # its files and our harness
+    get_client().images.remove(alone.agent_ref)
+    # What the agent installs itself is capped as always.
+    (folder / "requirements.txt").write_text("torch>=2\nnumpy==1.23.5\n")
+    more = build_submission(
+        zip_folder(folder, tmp_path / "more.zip"),
+        backend="docker",
+        work_dir=tmp_path,
+        settings=settings,
+        registry=None,
+    )
+    assert not more.ok and more.error_kind == "BUILD_FAILED"
+    assert "over this server's limit of 1 MiB" in more.error and "numpy" in more.error, more.error
 
 
 def test_a_requirements_txt_pin_the_stack_cannot_meet_is_refused_naming_both(
