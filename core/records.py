@@ -3,8 +3,15 @@
 A line is one move::
 
     {"match_id": 7, "duel_id": 3, "step": 0, "player": "PLAYER_1", "seat": 0,
-     "state": {...state before the action...}, "action": 3, "reward": 0.0, "done": false,
+     "state": {...state before the action...}, "observation": [[0, 0, ...], ...], "action_mask": [1, 1, ...],
+     "action": 3, "reward": 0.0, "done": false,
      "result": "PLAYER_1_WIN", "environment": "connect-four", "played_at": "2026-11-22T04:00:00+00:00"}
+
+- ``observation`` is exactly what the seat's agent received for this move (``game.observation(state,
+  seat)``, as the referee sends it: in games with private information it hides what that seat could not
+  see); ``action_mask`` has ``num_actions`` entries, 1 for each action the referee offered as legal.
+  ``state`` is the full state, for analysis (finished matches only: their hidden cards are shown by the
+  replays too).
 
 - ``seat`` 0 moves first; ``player`` is who sat there (a match's ``first_player`` is in seat 0).
 - ``reward`` is 0 until the match's last step; on the last step it is the final reward of the player who
@@ -152,6 +159,10 @@ def match_lines(row: dict[str, Any], slug: str, game: Any) -> Iterator[dict[str,
     for step, action in enumerate(actions):
         seat = game.to_move(state)
         player = seat_player[seat]
+        legal = game.legal_actions(state)
+        mask = [0] * game.num_actions
+        for legal_action in legal:
+            mask[legal_action] = 1
         line: dict[str, Any] = {
             "match_id": row["id"],
             "duel_id": row["duel_id"],
@@ -159,6 +170,8 @@ def match_lines(row: dict[str, Any], slug: str, game: Any) -> Iterator[dict[str,
             "player": player,
             "seat": seat,
             "state": state,
+            "observation": game.observation(state, seat).tolist(),
+            "action_mask": mask,
             "action": action,
             "reward": 0.0,
             "done": step == last,
@@ -176,16 +189,16 @@ def match_lines(row: dict[str, Any], slug: str, game: Any) -> Iterator[dict[str,
         state = after
 
 
-def iter_records(
+def iter_record_batches(
     environment: Environment,
     viewer: User | None,
     flt: RecordFilter,
     *,
     last_id: int | None = None,
     batch_size: int = BATCH_SIZE,
-) -> Iterator[bytes]:
-    """JSON Lines (``bytes``, newline-terminated) of the matches ``flt`` selects, up to match ``last_id``
-    when given. Keyset batches of ``batch_size`` matches; never holds more than one batch."""
+) -> Iterator[list[dict[str, Any]]]:
+    """The step records (dicts) of the matches ``flt`` selects, up to match ``last_id`` when given, one list
+    per keyset batch of ``batch_size`` matches; never holds more than one batch."""
     from environments import get_game
 
     game = get_game(environment.slug)
@@ -194,19 +207,32 @@ def iter_records(
         base = base.filter(pk__lte=last_id)
     cursor = flt.after_id or 0
     remaining = flt.limit
-    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
     while remaining is None or remaining > 0:
         size = batch_size if remaining is None else min(batch_size, remaining)
         rows = base.filter(pk__gt=cursor).values(*_FIELDS)[:size].iterator(chunk_size=size)
         seen = 0
-        chunk: list[str] = []
+        batch: list[dict[str, Any]] = []
         for row in rows:
             seen += 1
             cursor = row["id"]
-            chunk.extend(dumps(line) + "\n" for line in match_lines(row, environment.slug, game))
-        if chunk:
-            yield "".join(chunk).encode()
+            batch.extend(match_lines(row, environment.slug, game))
+        if batch:
+            yield batch
         if remaining is not None:
             remaining -= seen
         if seen < size:
             return
+
+
+def iter_records(
+    environment: Environment,
+    viewer: User | None,
+    flt: RecordFilter,
+    *,
+    last_id: int | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> Iterator[bytes]:
+    """JSON Lines (``bytes``, newline-terminated) of ``iter_record_batches``, one chunk per batch."""
+    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    for batch in iter_record_batches(environment, viewer, flt, last_id=last_id, batch_size=batch_size):
+        yield "".join(dumps(line) + "\n" for line in batch).encode()

@@ -1,4 +1,4 @@
-"""``manage.py export_records <slug> --output FILE.jsonl.gz``: a game's records as gzipped JSON Lines."""
+"""``manage.py export_records <slug> --output FILE.jsonl.gz|FILE.parquet``: a game's records for training."""
 
 from __future__ import annotations
 
@@ -27,6 +27,12 @@ class Command(BaseCommand):
         parser.add_argument("--until", help="ISO date (whole day included) or date-time (exclusive)")
         parser.add_argument("--min-rating", type=float, help="both players' mu - 3 sigma after the duel")
         parser.add_argument("--public-only", action="store_true", help="only matches of public revisions")
+        parser.add_argument(
+            "--format",
+            choices=("jsonl", "parquet"),
+            help="jsonl (gzipped JSON Lines) or parquet (columns, core/records_parquet.py); default: from"
+            " --output's suffix (.parquet), else jsonl",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         env = Environment.objects.filter(slug=options["slug"]).first()
@@ -45,6 +51,16 @@ class Command(BaseCommand):
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".part")
         started = time.perf_counter()
+        if (options["format"] or ("parquet" if out.suffix == ".parquet" else "jsonl")) == "parquet":
+            from core.records_parquet import ParquetUnavailable, write_parquet
+
+            try:
+                rows = write_parquet(env, viewer, flt, tmp)  # type: ignore[arg-type]
+            except ParquetUnavailable as exc:
+                raise CommandError(str(exc)) from exc
+            tmp.replace(out)
+            self.stdout.write(f"wrote {rows} rows to {out} in {time.perf_counter() - started:.1f} s")
+            return
         lines = 0
         with gzip.open(tmp, "wb", compresslevel=6) as fh:
             for chunk in iter_records(env, viewer, flt):  # type: ignore[arg-type]
