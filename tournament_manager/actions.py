@@ -336,7 +336,7 @@ def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[t
             environment_id=environment_id,
             status=Competitor.Status.ACTIVE,
             current_revision__state=Revision.State.ELIGIBLE,
-        ).values("pk", "current_revision_id", "status")
+        ).values("pk", "current_revision_id", "status", "current_revision__content_hash")
     )
     ids = [c["pk"] for c in competitors]
     ratings = _load_states(environment_id, ids)
@@ -357,7 +357,15 @@ def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[t
             if state.revision is not None and state.revision != c["current_revision_id"]:
                 skill, matches = rater.reset_uncertainty(skill), 0
         busy = in_flight[c["pk"]]
-        cand = Candidate(c["pk"], skill, matches, last, busy, duels_today=today[c["pk"]] + busy)
+        cand = Candidate(
+            c["pk"],
+            skill,
+            matches,
+            last,
+            busy,
+            duels_today=today[c["pk"]] + busy,
+            code=c["current_revision__content_hash"] or None,
+        )
         out.append((cand, c["current_revision_id"]))
     return out
 

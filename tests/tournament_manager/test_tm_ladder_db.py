@@ -182,3 +182,18 @@ def test_concurrent_matchmaking_never_double_books(tm_settings, make_competitor,
     duels = ladder_duels(hidden_env)
     players = [r.competitor_id for d in duels for r in (d.revision_1, d.revision_2)]
     assert len(duels) == 5 and len(players) == len(set(players))
+
+
+def test_matchmaking_never_pairs_two_competitors_running_the_same_zip(hidden_env, make_competitor):
+    kit = "ab" * 32
+    twins = [make_competitor() for _ in range(2)]
+    for twin in twins:
+        add_revision(twin, content_hash=kit)
+    assert {c.code for c, _ in ladder_candidates(hidden_env.pk) if c.id in {t.pk for t in twins}} == {kit}
+    for seed in range(5):
+        assert matchmake(hidden_env.pk, rng=random.Random(seed), batch_size=5) == []
+    other = make_competitor()
+    created = matchmake(hidden_env.pk, rng=random.Random(0), batch_size=5)
+    assert len(created) == 1
+    pair = {created[0].revision_1.competitor_id, created[0].revision_2.competitor_id}
+    assert other.pk in pair and len(pair & {t.pk for t in twins}) == 1

@@ -181,3 +181,21 @@ def test_every_competitor_gets_duels_over_a_simulated_day():
                 matches[b] += 1
     assert min(duels.values()) >= 10
     assert longest_wait <= policy.idle_after + timedelta(minutes=40)
+
+
+@pytest.mark.parametrize("placement", [0, 3])
+def test_competitors_running_the_same_code_are_never_paired(placement):
+    """Two unchanged starter kits drew 14 duels in a row: equal zips teach the ladder nothing."""
+    policy = MatchmakingPolicy(random_share=0.5, placement_matches=placement)
+    twins = [veteran(i, mu=25.0 + i * 0.01, matches=0, last_played_at=None, code="kit") for i in range(4)]
+    others = [veteran(10 + i, mu=25.0 + i * 0.02, code=f"own-{i}") for i in range(4)]
+    for seed in range(20):
+        pairs = choose_pairs(twins + others, 4, RATER, random.Random(seed), NOW, policy)
+        assert pairs, seed
+        for a, b in pairs:
+            assert not (a < 10 and b < 10), (seed, a, b)
+    # Only twins left: no duel at all rather than a mirror match.
+    assert choose_pairs(twins, 2, RATER, random.Random(0), NOW, policy) == []
+    # Unknown code (None) is no reason to keep apart.
+    unknown = [veteran(i, mu=25.0 + i * 0.01) for i in range(2)]
+    assert choose_pairs(unknown, 1, RATER, random.Random(0), NOW, policy)

@@ -3,6 +3,7 @@ on ``sys.path``). They go through the real ``core.actions``; Django must be set 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 
@@ -12,7 +13,9 @@ def add_revision(competitor: Any, state: str = "ELIGIBLE", **extra: Any) -> Any:
 
     version = competitor.next_version
     competitor.next_version += 1
-    values = {"agent_ref": "/nonexistent/agent", "zip_path": "x.zip", "content_hash": "0" * 64} | extra
+    # Each revision its own code unless told (matchmaking never pairs two competitors running the same zip).
+    code = uuid.uuid4().hex * 2
+    values = {"agent_ref": "/nonexistent/agent", "zip_path": "x.zip", "content_hash": code} | extra
     revision = Revision.objects.create(competitor=competitor, version=version, state=state, **values)
     if state == "ELIGIBLE":
         competitor.current_revision = revision
