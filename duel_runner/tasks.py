@@ -180,6 +180,10 @@ class LiveMatches:
 
 #: The key of a duel's outcome holding the data folders to save (never part of the stored duel JSON).
 AGENT_DATA_KEY = "agent_data"
+#: The duels whose agents' data folders are saved: those the platform schedules. A challenge (a person
+#: picks its opponent) gives both agents a copy that is thrown away, as smoke tests and live games do, so a
+#: stranger's challenges never write another competitor's folder (docs/PROTOCOL.md, "The data folder").
+DATA_SAVING_KINDS = frozenset({Duel.Kind.LADDER, Duel.Kind.TOURNAMENT, Duel.Kind.FINALS})
 
 
 @dataclass
@@ -194,7 +198,8 @@ class SeatData:
 
 def load_seat_data(duel: Duel) -> list[SeatData]:
     """Each seat's folder, loaded before play. In self-play (both revisions of one competitor) both
-    seats start from the same content and only seat 1's folder is saved."""
+    seats start from the same content and only seat 1's folder is saved; a duel whose kind is not in
+    :data:`DATA_SAVING_KINDS` (a challenge) saves neither."""
     from run_duel.api import AgentData
 
     seats: list[SeatData] = []
@@ -205,10 +210,11 @@ def load_seat_data(duel: Duel) -> list[SeatData]:
             seats.append(SeatData(competitor_id, 0, None))
             continue
         first = competitor_id not in loaded
+        save = first and duel.kind in DATA_SAVING_KINDS
         if first:
             loaded[competitor_id] = load_playable_data(competitor_id, duel.environment.slug)
         archive, generation = loaded[competitor_id]
-        seats.append(SeatData(competitor_id, generation, AgentData(archive=archive, save=first)))
+        seats.append(SeatData(competitor_id, generation, AgentData(archive=archive, save=save)))
     return seats
 
 

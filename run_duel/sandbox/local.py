@@ -3,7 +3,8 @@
 Isolation, strongest first:
 
 * **bubblewrap** (when ``bwrap`` is installed, the default then): new user, PID, network, IPC, UTS and
-  mount namespaces (``--unshare-all``: no network at all), mapped to uid/gid 65534, a fresh root holding
+  mount namespaces (``--unshare-all``: no network at all), as uid/gid 65534 (an unprivileged host user: ours,
+  or ``AGENT_USER`` when we are root, never host root: see ``_agent_userns``), a fresh root holding
   only read-only binds of ``/usr``, the library folders, a few files of ``/etc`` and the Python
   installation; the agent folder read-only at ``/agent``; a size-capped tmpfs at ``/tmp``; minimal
   ``/proc`` and ``/dev``; a seccomp filter refusing the system calls Docker's default profile refuses

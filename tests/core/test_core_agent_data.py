@@ -442,3 +442,55 @@ def test_live_play_gets_a_copy_of_the_folder_never_saved(duel: Duel, settings: A
     assert files_of(data.archive) == {"m": b"1"} and not data.save
     settings.AGENT_DATA_MB = 0
     assert _data(competitor, "tic-tac-toe", _limits("tic-tac-toe")) is None
+
+
+def _playing(revision: Revision) -> Revision:
+    """``revision`` is its public competitor's playing revision."""
+    Competitor.objects.filter(pk=revision.competitor_id).update(current_revision=revision, is_public=True)
+    return Revision.objects.select_related("competitor__owner").get(pk=revision.pk)
+
+
+@RUNS_TASKS
+def test_a_strangers_challenge_writes_neither_stored_folder(
+    pair: tuple[Revision, Revision], fake_play: dict[str, Any]
+) -> None:
+    """Issue 27: every duel saved both seats' folders, so anyone could rewrite any public competitor's
+    folder with challenges. A challenge now gives both agents a copy that is thrown away."""
+    from core.actions.challenge import issue_challenge
+    from duel_runner.tasks import run_duel
+
+    challenger, opponent = (_playing(revision) for revision in pair)
+    c1, c2 = challenger.competitor_id, opponent.competitor_id
+    earlier = schedule_duel(challenger, opponent)
+    claim = claimed_duel(earlier)
+    for competitor, content in ((c1, b"challenger's"), (c2, b"opponent's")):
+        assert save_agent_data(claim, competitor, 0, archive_of({"memory": content}), earlier.pk)
+    before = {c: (stored(c).archive, stored(c).generation, stored(c).updated_by_duel_id) for c in (c1, c2)}
+
+    duel = issue_challenge(challenger.competitor.owner, c1, c2)  # the opponent's owner is a stranger
+    assert duel.kind == Duel.Kind.CHALLENGE
+    fake_play["leave"] = {1: archive_of({"memory": b"planted by the challenger"}), 2: archive_of({"x": b"2"})}
+    assert run_duel(duel.pk) == "recorded"
+    assert Duel.objects.get(pk=duel.pk).state == "FINISHED"
+    spec_1, spec_2 = fake_play["specs"]
+    assert files_of(spec_1.data.archive) == {"memory": b"challenger's"}  # each agent still reads its own
+    assert files_of(spec_2.data.archive) == {"memory": b"opponent's"}
+    assert not spec_1.data.save and not spec_2.data.save
+    after = {c: (stored(c).archive, stored(c).generation, stored(c).updated_by_duel_id) for c in (c1, c2)}
+    assert after == before
+
+
+@RUNS_TASKS
+@pytest.mark.parametrize("kind", ["LADDER", "TOURNAMENT", "FINALS"])
+def test_the_duels_the_platform_schedules_save_both_folders(
+    pair: tuple[Revision, Revision], fake_play: dict[str, Any], kind: str
+) -> None:
+    from duel_runner.tasks import DATA_SAVING_KINDS, run_duel
+
+    assert set(DATA_SAVING_KINDS) == set(Duel.Kind) - {Duel.Kind.CHALLENGE}
+    duel = schedule_duel(*pair)
+    Duel.objects.filter(pk=duel.pk).update(kind=kind)  # a tournament's bookkeeping plays no part here
+    fake_play["leave"] = {1: archive_of({"a": b"1"}), 2: archive_of({"b": b"2"})}
+    assert run_duel(duel.pk) == "recorded"
+    assert files_of(load_agent_data(pair[0].competitor_id)[0]) == {"a": b"1"}
+    assert files_of(load_agent_data(pair[1].competitor_id)[0]) == {"b": b"2"}
