@@ -81,6 +81,17 @@ def resolve(choice: str, game: str, files: Iterable[str]) -> tuple[str, bool]:
     return choice, False
 
 
+def files_problem(agent_format: str, files: Iterable[str]) -> str:
+    """Why an agent whose root holds ``files`` cannot run in ``agent_format`` (``""``: it can): the
+    rl-arena format imports ``player.py``'s ``Player``, the Kaggle format a Python entry file."""
+    names = set(files)
+    if agent_format == RL_ARENA and "player.py" not in names:
+        return "the rl-arena format runs the Player class of player.py, and this agent has no player.py"
+    if agent_format == KAGGLE and not names & {"player.py", "main.py", "submission.py"}:
+        return "the Kaggle format runs a Python function, and this agent has no main.py (nor player.py)"
+    return ""
+
+
 def problem(agent_format: str, game: str) -> str:
     """Why ``agent_format`` cannot run in ``game`` (``""``: it can)."""
     if agent_format not in FORMATS:

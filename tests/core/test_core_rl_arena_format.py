@@ -61,3 +61,9 @@ def test_the_rl_arena_format_is_refused_for_a_game_rl_arena_did_not_have(make_us
         )
     revision = submit_revision(make_user(), "leduc-holdem", "detected", zip_folder(RL_ARENA / "random"))
     assert revision.agent_format == "native"  # environment.yml alone does not make it rl-arena there
+
+
+def test_a_format_that_cannot_run_the_upload_is_refused(make_user, environments):
+    kaggle = EXAMPLES / "kaggle_connectx"  # main.py only
+    with pytest.raises(SubmissionError, match=r"no player\.py"):
+        submit_revision(make_user(), "connect-four", "rl", zip_folder(kaggle), agent_format="rl-arena")

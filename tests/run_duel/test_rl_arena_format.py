@@ -221,7 +221,7 @@ def test_the_harness_and_the_platform_agree_on_rl_arenas_games():
 def test_an_upload_is_rl_arena_when_environment_yml_sits_next_to_player_py(tmp_path):
     import zipfile
 
-    from run_duel.agent_formats import detect, resolve, root_files
+    from run_duel.agent_formats import detect, files_problem, resolve, root_files
 
     folder = RL_ARENA / "minimax"
     assert detect(root_files(folder), "connect-four") == "rl-arena"
@@ -242,3 +242,6 @@ def test_an_upload_is_rl_arena_when_environment_yml_sits_next_to_player_py(tmp_p
         resolve("conda", "quarto", [])
     with pytest.raises(ValueError, match="not goofspiel"):
         resolve("rl-arena", "goofspiel", [])
+    assert "no player.py" in files_problem("rl-arena", ["main.py"])
+    assert "no main.py" in files_problem("kaggle", ["main.cpp"])
+    assert files_problem("kaggle", ["submission.py"]) == files_problem("rl-arena", ["player.py"]) == ""
