@@ -184,8 +184,9 @@ def _describe(path: Path) -> str:
 def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
     """Refuse, before any build copies them, wheels whose central directories (read in bounded chunks,
     nothing inflated) declare more than the packages' caps together: ``AGENT_PACKAGES_MAX_MB`` of
-    uncompressed bytes, ``AGENT_PACKAGES_MAX_FILES`` files, a file inflating more than ``MAX_WHEEL_RATIO``
-    to 1 (a compression bomb), or a path that leaves the install folder. ``RequirementsError`` names the
+    uncompressed bytes, ``AGENT_PACKAGES_MAX_FILES`` files, a file or a whole wheel inflating more than
+    ``MAX_WHEEL_RATIO`` to 1 past ``WHEEL_RATIO_FLOOR_BYTES`` (a compression bomb, also one spread over
+    many small files), or a path that leaves the install folder. ``RequirementsError`` names the
     package. Declared sizes can lie: the in-build unpacker (``image_files/install_wheels.py``) counts the
     bytes it really writes against the same caps."""
     max_bytes = settings.packages_max_mb * 1024 * 1024
@@ -193,9 +194,11 @@ def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
     total_bytes = total_files = 0
     for path in paths:
         shown = _describe(path)
+        size = path.stat().st_size
+        wheel_bytes = 0
         try:
             with path.open("rb") as handle:
-                declared, entries = directory_entries(handle, path.stat().st_size)
+                declared, entries = directory_entries(handle, size)
                 if total_files + declared > max_files:
                     raise RequirementsError(
                         f"requirements.txt: {shown} holds {declared} files, which brings the packages to "
@@ -204,6 +207,7 @@ def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
                 for entry in entries:
                     total_files += 1
                     total_bytes += entry.file_size
+                    wheel_bytes += entry.file_size
                     name = entry.name
                     if name.startswith("/") or ".." in name.split("/") or "\\" in name:
                         raise RequirementsError(
@@ -217,6 +221,12 @@ def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
                             f"requirements.txt: {shown} is refused as a compression bomb: its file "
                             f"{name[:200]!r} inflates {entry.file_size / 2**20:.0f} MiB from "
                             f"{entry.compressed_size} bytes (over {MAX_WHEEL_RATIO} to 1)"
+                        )
+                    if wheel_bytes > WHEEL_RATIO_FLOOR_BYTES and wheel_bytes > max(size, 1) * MAX_WHEEL_RATIO:
+                        raise RequirementsError(
+                            f"requirements.txt: {shown} is refused as a compression bomb: its files inflate "
+                            f"to more than {wheel_bytes / 2**20:.0f} MiB from a {size}-byte wheel (over "
+                            f"{MAX_WHEEL_RATIO} to 1)"
                         )
                     if total_files > max_files:
                         raise RequirementsError(

@@ -44,20 +44,24 @@ class Budget:
         self.max_files = max_files
         self.bytes = 0
         self.files = 0
-        self.package = ""
+        self.wheel_bytes = 0  # inflated from the wheel being unpacked,
+        self.wheel_limit = 0  # at most MAX_RATIO times its size (past RATIO_FLOOR_BYTES)
 
     def add_file(self) -> None:
         if self.files + 1 > self.max_files:
             raise Refused(
-                f"{self.package}: the installed packages would have more than {self.max_files} files and "
+                f"the installed packages would have more than {self.max_files} files and "
                 f"folders, over this server's limit of {self.max_files}"
             )
         self.files += 1
 
     def add_bytes(self, count: int) -> None:
+        if self.wheel_limit and self.wheel_bytes + count > self.wheel_limit:
+            raise Refused(f"the wheel inflates more than {MAX_RATIO} to 1: a compression bomb")
+        self.wheel_bytes += count
         if self.bytes + count > self.max_bytes:
             raise Refused(
-                f"{self.package}: the installed packages would take more than "
+                "the installed packages would take more than "
                 f"{self.max_bytes // 2**20} MiB, over this server's limit of {self.max_bytes // 2**20} MiB"
             )
         self.bytes += count
@@ -154,7 +158,9 @@ def _dist_info(zf: zipfile.ZipFile, filename: str) -> str:
 def install_wheel(path: str, target: str, budget: Budget, compiled: dict[str, str]) -> None:
     filename = os.path.basename(path)
     parts = filename[: -len(".whl")].split("-")
-    budget.package = f"{parts[0]} {parts[1] if len(parts) > 1 else ''} ({filename})".replace("  ", " ")
+    package = f"{parts[0]} {parts[1] if len(parts) > 1 else ''} ({filename})".replace("  ", " ")
+    budget.wheel_bytes = 0
+    budget.wheel_limit = max(RATIO_FLOOR_BYTES, os.path.getsize(path) * MAX_RATIO)
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
@@ -180,44 +186,52 @@ def install_wheel(path: str, target: str, budget: Budget, compiled: dict[str, st
                 destination = os.path.join(folder, relative[-1])
                 _write_member(zf, info, destination, script, budget)
                 if destination.endswith(".py") and not script and relative[0] not in ("bin", "include"):
-                    compiled[destination] = budget.package  # a later wheel's file replaces it
+                    compiled[destination] = package  # a later wheel's file replaces it
     except Refused as exc:
-        raise Refused(f"{budget.package}: {exc}") from None
+        raise Refused(f"{package}: {exc}") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as exc:
-        raise Refused(f"{budget.package} is not a valid wheel: {exc}") from None
+        raise Refused(f"{package} is not a valid wheel: {exc}") from None
     except OSError as exc:
-        raise Refused(f"{budget.package} could not be unpacked: {exc}") from None
+        raise Refused(f"{package} could not be unpacked: {exc}") from None
 
 
 def compile_sources(paths: dict[str, str], budget: Budget) -> None:
-    """Bytecode for every unpacked .py file (as pip does), each checked against the caps before it is
-    written; a file that does not compile is left without (as pip does)."""
-    flags = (0).to_bytes(4, "little")  # timestamp-based pyc (PEP 552)
+    """Bytecode for every unpacked .py file (``paths``: file -> its package), as pip does, each checked
+    against the caps before it is written; a file that does not compile is left without (as pip does)."""
+    budget.wheel_limit = 0
     for source_path, package in paths.items():
-        budget.package = f"{package}, its bytecode"
         try:
-            with open(source_path, "rb") as handle:
-                source = handle.read()
-            code = compile(source, source_path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
-            continue
-        stat = os.stat(source_path)
-        data = (
-            importlib.util.MAGIC_NUMBER
-            + flags
-            + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
-            + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little")
-            + marshal.dumps(code)
-        )
-        cache = importlib.util.cache_from_source(source_path)
-        folder = os.path.dirname(cache)
-        if not os.path.isdir(folder):
-            budget.add_file()
-            os.mkdir(folder, 0o755)
+            _compile_one(source_path, budget)
+        except Refused as exc:
+            raise Refused(f"{package}, its bytecode: {exc}") from None
+        except OSError as exc:
+            raise Refused(f"{package}, its bytecode could not be written: {exc}") from None
+
+
+def _compile_one(source_path: str, budget: Budget) -> None:
+    try:
+        with open(source_path, "rb") as handle:
+            source = handle.read()
+        code = compile(source, source_path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return
+    stat = os.stat(source_path)
+    data = (
+        importlib.util.MAGIC_NUMBER
+        + (0).to_bytes(4, "little")  # a timestamp-based pyc (PEP 552)
+        + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+        + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+        + marshal.dumps(code)
+    )
+    cache = importlib.util.cache_from_source(source_path)
+    folder = os.path.dirname(cache)
+    if not os.path.isdir(folder):
         budget.add_file()
-        budget.add_bytes(len(data))
-        with open(cache, "wb") as out:
-            out.write(data)
+        os.mkdir(folder, 0o755)
+    budget.add_file()
+    budget.add_bytes(len(data))
+    with open(cache, "wb") as out:
+        out.write(data)
 
 
 def main(argv: list[str]) -> int:

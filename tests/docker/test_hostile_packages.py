@@ -82,6 +82,16 @@ def bomb_wheel() -> bytes:
     return _wheel_zip("bomb-pkg", "1.0", lambda zf: _zeros(zf, "bomb_pkg/zeros.bin", 1024 * MIB))
 
 
+def spread_bomb_wheel() -> bytes:
+    """300 files of 1 MiB of zeros (each under the per-file ratio floor): 300 MiB from a 0.3 MB wheel."""
+
+    def write(archive: zipfile.ZipFile) -> None:
+        for i in range(300):
+            _zeros(archive, f"spread_pkg/zeros{i}.bin", MIB)
+
+    return _wheel_zip("spread-pkg", "1.0", write)
+
+
 def many_files_wheel(count: int = 100_000) -> bytes:
     def write(archive: zipfile.ZipFile) -> None:
         archive.writestr("many_files_pkg/__init__.py", "")
@@ -172,6 +182,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     files: dict[str, bytes] = {}
     wheels = {
         "bomb-pkg": ("bomb_pkg-1.0-py3-none-any.whl", bomb_wheel()),
+        "spread-pkg": ("spread_pkg-1.0-py3-none-any.whl", spread_bomb_wheel()),
         "many-files-pkg": ("many_files_pkg-1.0-py3-none-any.whl", many_files_wheel()),
         "liar-pkg": ("liar_pkg-1.0-py3-none-any.whl", lying_wheel()),
         "layout-pkg": ("layout_pkg-1.0-py3-none-any.whl", layout_wheel()),
@@ -259,6 +270,15 @@ def test_a_compression_bomb_wheel_is_refused_on_the_host_before_any_build(settin
     assert (result.ok, result.error_kind) == (False, "BUILD_FAILED"), result.log[-2000:]
     assert "the wheel of bomb-pkg 1.0" in result.error and "compression bomb" in result.error, result.error
     assert not watch.seen  # never copied into a build
+
+
+def test_a_compression_bomb_spread_over_small_files_is_refused_on_the_host(settings, tmp_path) -> None:
+    """Each file is under the per-file floor; the wheel as a whole inflates 1000 to 1 (within the 1 GiB
+    cap of bytes: only the ratio refuses it)."""
+    result, watch = _build(tmp_path, settings, "spread-pkg==1.0\n")
+    assert (result.ok, result.error_kind) == (False, "BUILD_FAILED"), result.log[-2000:]
+    assert "the wheel of spread-pkg 1.0" in result.error and "compression bomb" in result.error, result.error
+    assert not watch.seen
 
 
 def test_a_wheel_of_a_hundred_thousand_files_is_refused_on_the_host(settings, tmp_path) -> None:
