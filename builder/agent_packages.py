@@ -18,12 +18,14 @@ import zipfile
 from dataclasses import asdict, dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from builder.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, nearest_version, parse_environment
 from builder.settings import BuilderSettings
-from builder.stacks import AgentStacks, Stack, missing_stack_error
+from builder.stacks import STUB_MARK, AgentStacks, Stack, missing_stack_error
 from builder.wheels import (
+    ConflictError,
     NoWheelError,
     RequirementsError,
     Resolution,
@@ -110,6 +112,13 @@ def _name(requirement: str) -> str:
         return canonicalize_name(requirement.split("=")[0].split("<")[0].split(">")[0].strip())
 
 
+def _pinned(requirement: str, version: str) -> str:
+    """``requirement`` pinned to exactly ``version``, its extras and markers kept."""
+    parsed = Requirement(requirement)
+    parsed.specifier = SpecifierSet(f"=={version}")
+    return str(parsed)
+
+
 def _apply_stacks(wanted: _Wanted, stacks: AgentStacks) -> tuple[list[str], Stack | None]:
     """Take the requirements a stack provides out of pip's list, checked against the stack's version."""
     rest: list[str] = []
@@ -184,6 +193,11 @@ def resolve_wanted(
                 requirements, target, settings, find_links=find_links, constraints=constraints
             )
             break
+        except ConflictError as exc:  # a dependency needs a stack this host lacks: its constraint refused it
+            spec = next((s for s in stacks.missing() if f"missing.{STUB_MARK}" in exc.output), None)
+            if spec is not None:
+                raise missing_stack_error(spec) from exc
+            raise
         except NoWheelError as exc:
             missing = _name(exc.requirement)
             spec = stacks.spec_for(missing)
@@ -202,7 +216,7 @@ def resolve_wanted(
                     f"{ENVIRONMENT_FILE}: {origins[old]}: no wheel of {missing} for this server's platform "
                     f"({target.describe()}) on its package index, in any version"
                 ) from exc
-            new = f"{missing}=={chosen}"
+            new = _pinned(old, chosen)
             origins[new] = origins[old]
             requirements[index] = new
             relaxed.append(

@@ -191,6 +191,11 @@ class AgentStacks:
             return None
         return next((s for s in STACKS.values() if name in s.provides), None)
 
+    def missing(self) -> list[StackSpec]:
+        """The stacks this host lacks (their packages are constrained to a version nothing has)."""
+        present = {s.spec.name for s in self.stacks}
+        return [spec for spec in STACKS.values() if spec.name not in present]
+
     def pip_options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(find_links, constraints)`` for ``WheelCache.resolve``: stubs of every stack package (a stack
         missing here gets a constraint nothing satisfies, so torch is never fetched from the index)."""

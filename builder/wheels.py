@@ -85,6 +85,14 @@ class NoWheelError(RequirementsError):
         self.versions = versions
 
 
+class ConflictError(RequirementsError):
+    """pip found the requirements impossible together; ``output`` is all pip said."""
+
+    def __init__(self, message: str, *, output: str) -> None:
+        super().__init__(message)
+        self.output = output
+
+
 class WheelCacheError(Exception):
     """Fetching wheels failed on our side (index unreachable, disk, timeout): retry later."""
 
@@ -457,7 +465,9 @@ class WheelCache:
                 versions=tuple(v.strip() for v in versions if v.strip()),
             )
         if "ResolutionImpossible" in output or "conflict" in output.lower():
-            raise RequirementsError(f"requirements.txt: the requirements conflict: {_tail(output)}")
+            raise ConflictError(
+                f"requirements.txt: the requirements conflict: {_tail(output)}", output=output
+            )
         raise WheelCacheError(f"pip download failed (exit {done.returncode}): {_tail(output)}")
 
     def _store(self, folder: Path, settings: BuilderSettings) -> tuple[Wheel, ...]:

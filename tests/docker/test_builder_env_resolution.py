@@ -1,0 +1,123 @@
+"""An environment.yml resolved into wheels (``builder.agent_packages``), with real pip against a private
+PEP 503 index served over HTTP on this machine (no Docker, no PyPI): a pin without a wheel is relaxed to the
+nearest version and remembered; requirements.txt pins are not; torch, directly or through a dependency,
+is never fetched from the index when this host has no torch stack."""
+
+from __future__ import annotations
+
+import uuid
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_builder_packages import Server, _serve, make_wheel
+
+from builder.agent_packages import resolve_wanted, wanted_requirements
+from builder.settings import BuilderSettings
+from builder.stacks import AgentStacks, StackError
+from builder.wheels import RequirementsError, TargetPlatform
+from builder.zip_validation import validate_zip
+
+TARGET = TargetPlatform(
+    python="3.11", implementation="cp", abis=("cp311", "abi3", "none"), platforms=("manylinux2014_x86_64",)
+)
+VERSIONS = ("2.0.0", "2.0.3", "2.1.0")
+
+
+@pytest.fixture(scope="module")
+def index() -> Iterator[Server]:
+    """relaxme 2.0.0, 2.0.3, 2.1.0 (no 1.x), a fake torch 1.5.0 and needs-torch 1.0, which requires it."""
+    files: dict[str, bytes] = {}
+    links = []
+    for version in VERSIONS:
+        name = f"relaxme-{version}-py3-none-any.whl"
+        files[f"/files/{name}"] = make_wheel(
+            "relaxme", version, {"relaxme/__init__.py": f"V = {version!r}\n"}
+        )
+        links.append(f'<a href="/files/{name}">{name}</a>')
+    files["/simple/relaxme/"] = f"<html><body>{''.join(links)}</body></html>".encode()
+    # A "torch" the index offers: without the stack's constraint pip would download it.
+    name = "torch-1.5.0-py3-none-any.whl"
+    files[f"/files/{name}"] = make_wheel("torch", "1.5.0", {"torch/__init__.py": "raise SystemExit('no')\n"})
+    files["/simple/torch/"] = f'<html><body><a href="/files/{name}">{name}</a></body></html>'.encode()
+    name = "needs_torch-1.0-py3-none-any.whl"
+    files[f"/files/{name}"] = make_wheel("needs-torch", "1.0", {"needs_torch.py": ""}, requires=("torch>=1",))
+    files["/simple/needs-torch/"] = f'<html><body><a href="/files/{name}">{name}</a></body></html>'.encode()
+    server, httpd = _serve(files)
+    yield server
+    httpd.shutdown()
+
+
+@pytest.fixture
+def settings(index: Server, tmp_path: Path) -> BuilderSettings:
+    return BuilderSettings(pip_index_url=f"{index.url}/simple", wheel_cache_dir=tmp_path / "wheels")
+
+
+def _plan(settings: BuilderSettings, tmp_path: Path, files: dict[str, str]):
+    path = tmp_path / f"{uuid.uuid4().hex}.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("player.py", "class Player:\n    pass\n")
+        for name, text in files.items():
+            archive.writestr(name, text)
+    wanted = wanted_requirements(validate_zip(path), python=TARGET.python)
+    return resolve_wanted(wanted, TARGET, settings, AgentStacks(stacks=[], cache_root=settings.wheel_cache))
+
+
+ENVIRONMENT = "name: player\ndependencies:\n  - python=3.7\n  - pip:\n    - relaxme==1.0\n"
+
+
+def test_an_environment_pin_without_a_wheel_is_relaxed_to_the_nearest_version_and_remembered(
+    settings: BuilderSettings, index: Server, tmp_path: Path
+) -> None:
+    plan = _plan(settings, tmp_path, {"environment.yml": ENVIRONMENT})
+    assert plan.resolution is not None and plan.resolution.packages() == [("relaxme", "2.0.3")]
+    assert plan.notes == (
+        "environment.yml: left out python=3.7 (line 3): the arena runs its own Python (3.11)",
+        "environment.yml: relaxme==1.0 (line 5) has no wheel for Python 3.11: installed relaxme 2.0.3 "
+        "instead (the nearest version on this server's package index)",
+    )
+    assert plan.stack is None
+    before = len(index.requests)
+    again = _plan(settings, tmp_path, {"environment.yml": ENVIRONMENT})
+    assert again.resolution.cached and again.notes == plan.notes
+    assert len(index.requests) == before  # the relaxation and the wheels came from the cache
+
+
+def test_a_requirements_txt_pin_is_never_relaxed(settings: BuilderSettings, tmp_path: Path) -> None:
+    with pytest.raises(RequirementsError, match=r"requirements\.txt: no wheel of 'relaxme==1\.0'"):
+        _plan(settings, tmp_path, {"requirements.txt": "relaxme==1.0\n"})
+
+
+def test_both_files_are_installed_and_requirements_txt_wins_a_package_both_name(
+    settings: BuilderSettings, tmp_path: Path
+) -> None:
+    environment = "dependencies:\n  - pip:\n    - relaxme==1.0\n    - needs-torch\n"
+    with pytest.raises(StackError, match="this agent needs torch"):
+        _plan(settings, tmp_path, {"requirements.txt": "relaxme==2.1.0\n", "environment.yml": environment})
+    plan = _plan(
+        settings,
+        tmp_path,
+        {
+            "requirements.txt": "relaxme==2.1.0\n",
+            "environment.yml": "dependencies:\n  - pip:\n    - relaxme==1.0\n",
+        },
+    )
+    assert plan.resolution.packages() == [("relaxme", "2.1.0")]
+    assert plan.notes == ("environment.yml: relaxme==1.0 (line 3) skipped: requirements.txt names relaxme",)
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"environment.yml": "dependencies:\n  - pytorch::pytorch=1.4\n"},  # named directly
+        {"requirements.txt": "needs-torch\n"},  # through a dependency: never fetched from the index
+    ],
+)
+def test_torch_without_a_stack_on_this_host_is_ours_to_fix_never_a_download(
+    settings: BuilderSettings, index: Server, tmp_path: Path, files: dict[str, str]
+) -> None:
+    before = len(index.requests)
+    with pytest.raises(StackError, match=r"this agent needs torch, .* scripts/build_stack_image.sh"):
+        _plan(settings, tmp_path, files)
+    assert not [path for path in index.requests[before:] if path.startswith("/files/torch-")]
