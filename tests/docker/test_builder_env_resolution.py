@@ -15,7 +15,7 @@ from test_builder_packages import Server, _serve, make_wheel
 
 from builder.agent_packages import resolve_wanted, wanted_requirements
 from builder.settings import BuilderSettings
-from builder.stacks import AgentStacks, StackError
+from builder.stacks import STACKS, AgentStacks, Stack, StackError
 from builder.wheels import RequirementsError, TargetPlatform
 from builder.zip_validation import validate_zip
 
@@ -121,3 +121,44 @@ def test_torch_without_a_stack_on_this_host_is_ours_to_fix_never_a_download(
     with pytest.raises(StackError, match=r"this agent needs torch, .* scripts/build_stack_image.sh"):
         _plan(settings, tmp_path, files)
     assert not [path for path in index.requests[before:] if path.startswith("/files/torch-")]
+
+
+def _with_stack(settings: BuilderSettings) -> AgentStacks:
+    # What installed_stacks reads from a torch stack image's labels (the image is not needed to resolve).
+    stack = Stack(
+        spec=STACKS["torch"], image="rl-arena-agent-base-torch:1", image_id="", size_bytes=0,
+        packages=(("filelock", "4.3.1"), ("torch", "2.13.0+cpu")),
+    )  # fmt: skip
+    return AgentStacks(stacks=[stack], cache_root=settings.wheel_cache)
+
+
+def _plan_with_stack(settings: BuilderSettings, tmp_path: Path, requirements: str):
+    path = tmp_path / f"{uuid.uuid4().hex}.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("player.py", "class Player:\n    pass\n")
+        archive.writestr("requirements.txt", requirements)
+    wanted = wanted_requirements(validate_zip(path), python=TARGET.python)
+    return resolve_wanted(wanted, TARGET, settings, _with_stack(settings))
+
+
+def test_a_dependency_that_needs_torch_is_met_by_the_stack_and_only_the_rest_is_installed(
+    settings: BuilderSettings, index: Server, tmp_path: Path
+) -> None:
+    before = len(index.requests)
+    plan = _plan_with_stack(settings, tmp_path, "needs-torch\n")
+    assert plan.stack is not None and plan.stack.describe() == "torch 2.13.0+cpu"
+    assert plan.resolution.packages() == [("needs-torch", "1.0")]  # the stub of torch is not installed
+    assert not [path for path in index.requests[before:] if path.startswith("/files/torch-")]
+    plan = _plan_with_stack(settings, tmp_path, "torch>=2\nrelaxme==2.1.0\n")
+    assert plan.stack is not None and plan.resolution.packages() == [("relaxme", "2.1.0")]
+
+
+def test_a_torch_pin_the_stack_does_not_meet_is_refused_naming_both_versions(
+    settings: BuilderSettings, tmp_path: Path
+) -> None:
+    with pytest.raises(RequirementsError) as caught:
+        _plan_with_stack(settings, tmp_path, "torch>=3\n")
+    assert str(caught.value).startswith(
+        "requirements.txt: torch>=3 cannot be met: this server gives every agent torch 2.13.0+cpu from its "
+        "shared PyTorch (CPU) stack"
+    )
