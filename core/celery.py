@@ -11,8 +11,10 @@ Run everything in one process (embedded default): ``celery -A core worker -B -l 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import task_failure
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
 
@@ -36,6 +38,20 @@ app.conf.update(
 from core.jobs.health import MonitorStep  # noqa: E402
 
 app.steps["consumer"].add(MonitorStep)
+
+
+@task_failure.connect
+def _keep_hints_across_database_errors(
+    sender: Any = None, exception: BaseException | None = None, args: Any = None, **_: Any
+) -> None:
+    """A database error never drops a hint silently: the task's message is sent again (a periodic task
+    is left to its next round), and the log says which (``core.queue.resend_after_database_error``)."""
+    from core.queue import resend_after_database_error
+
+    if sender is not None and exception is not None:
+        resend_after_database_error(sender.name, args or (), exception)
+
+
 # Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
 app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher"])
 # The agent image collector's periodic task (duel_runner/image_gc.py).

@@ -25,6 +25,38 @@ def send_task(task: Any, *args: Any, countdown: float | None = None) -> None:
         log.exception("could not send task %s%r; the reaper will re-send it", name, args)
 
 
+def resend_after_database_error(task_name: str, args: Any, exc: BaseException) -> bool:
+    """A task whose database was unreachable (``exc`` a lost or refused connection) keeps its hint: the
+    same message is sent again, to run ``max(2 x WORKER_HEALTH_INTERVAL_SECONDS, REAPER_INTERVAL_SECONDS)``
+    later (the broker is not the database: it usually still answers). A periodic task (beat's schedule)
+    is not re-sent, beat sends the next round; either way the log says so. Returns whether it re-sent.
+    Called for every failed task (``core.celery``)."""
+    from django.conf import settings
+    from django.db import InterfaceError, OperationalError
+
+    from core.celery import app
+
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    periodic = {entry["task"] for entry in (app.conf.beat_schedule or {}).values()}
+    if task_name in periodic:
+        log.warning(
+            "%s skipped: the database is unreachable (%s); its next periodic round retries", task_name, reason
+        )
+        return False
+    delay = max(2 * settings.WORKER_HEALTH_INTERVAL_SECONDS, settings.REAPER_INTERVAL_SECONDS)
+    log.warning(
+        "%s%r: the database is unreachable (%s); the hint is sent again in %.0f s",
+        task_name,
+        tuple(args),
+        reason,
+        delay,
+    )
+    send_task(task_name, *args, countdown=delay)
+    return True
+
+
 def enqueue_on_commit(task: Any, *args: Any, countdown: float | None = None) -> None:
     """Send ``task(*args)`` after the current transaction commits (immediately outside one), to run after
     ``countdown`` seconds if given."""

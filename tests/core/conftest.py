@@ -155,7 +155,9 @@ def start_worker(
     settings.STALE_QUEUED_SECONDS = 2
     workers: list[WorkerProcess] = []
 
-    def start(**env_overrides: str) -> WorkerProcess:
+    def start(*, beat: bool = True, queues: str = "", **env_overrides: str) -> WorkerProcess:
+        """``beat=False``: no beat scheduler in this worker (no reaper: it recovers what it can alone).
+        ``queues``: the queues it consumes (default: the default queue)."""
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "core.settings",
@@ -174,9 +176,10 @@ def start_worker(
         }
         log_path = tmp_path / f"worker-{len(workers)}.log"
         name = f"test{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-        cmd = [sys.executable, "-m", "celery", "-A", "core", "worker", "--beat", "-l", "info", "-n", name]
-        cmd += ["-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-mingle", "--without-gossip"]
-        cmd += ["-s", str(data_dir / f"beat-{len(workers)}")]
+        cmd = [sys.executable, "-m", "celery", "-A", "core", "worker", "-l", "info", "-n", name]
+        cmd += ["-Q", queues or settings.CELERY_TASK_DEFAULT_QUEUE, "--without-mingle", "--without-gossip"]
+        if beat:
+            cmd += ["--beat", "-s", str(data_dir / f"beat-{len(workers)}")]
         with open(log_path, "wb") as log_file:
             proc = subprocess.Popen(
                 cmd, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True

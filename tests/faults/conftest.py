@@ -25,15 +25,16 @@ _spec.loader.exec_module(_core)
 globals().update({name: value for name, value in vars(_core).items() if not name.startswith("_")})
 
 from core_testlib import is_postgres, worker_database_url  # noqa: E402
-from faultlib import CuttableProxy, tcp_proxy  # noqa: E402
+from faultlib import PgProxy, pg_proxy  # noqa: E402
 
 
 @pytest.fixture
-def db_proxy(transactional_db: Any) -> Iterator[CuttableProxy]:
-    """A cuttable TCP proxy in front of the test database (PostgreSQL only)."""
+def db_proxy(transactional_db: Any) -> Iterator[PgProxy]:
+    """A cuttable proxy in front of the test database that can fail it at a chosen statement (PostgreSQL
+    only)."""
     if not is_postgres():
         pytest.skip("cutting a worker off from its database needs PostgreSQL (SQLite is a file)")
     parts = urlsplit(worker_database_url())
-    proxy = tcp_proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    proxy = pg_proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
     yield proxy
     proxy.cut()
