@@ -70,6 +70,7 @@ def syntax_error(folder: Path) -> str | None:
 
 def _extract(archive: Path) -> Path:
     target = Path(tempfile.mkdtemp(prefix="rl-arena-agent-"))
+    target.chmod(0o755)  # the local sandbox's agent user must read it (as builder/extract.py leaves folders)
     atexit.register(shutil.rmtree, target, True)
     try:
         with zipfile.ZipFile(archive) as zf:
