@@ -12,6 +12,7 @@ note), and their pins may be relaxed: the file was written for conda and often f
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import zipfile
@@ -23,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 from builder.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, nearest_version, parse_environment
 from builder.settings import BuilderSettings
-from builder.stacks import STUB_MARK, AgentStacks, Stack, missing_stack_error
+from builder.stacks import STUB_MARK, AgentStacks, Stack, StackError, missing_stack_error
 from builder.wheels import (
     ConflictError,
     NoWheelError,
@@ -253,8 +254,17 @@ def plan_packages(validated: ValidatedZip, target_of, settings: BuilderSettings,
         return PackagePlan(resolution=None, notes=tuple(wanted.notes), log=_notes_log(wanted.notes))
     from builder.stacks import installed_stacks
 
-    stacks = AgentStacks(stacks=installed_stacks(client), cache_root=WheelCache(settings.wheel_cache).root)
-    plan = resolve_wanted(wanted, target, settings, stacks)
+    root = WheelCache(settings.wheel_cache).root
+    present = installed_stacks(client)
+    try:
+        plan = resolve_wanted(copy.deepcopy(wanted), target, settings, AgentStacks(present, root))
+    except StackError:
+        # A stack this agent needs is not on this host: pulled when another host pushed it
+        # (AGENT_STACK_TORCH_IMAGE names it in the registry), then resolved again.
+        pulled = installed_stacks(client, pull=True)
+        if len(pulled) == len(present):
+            raise
+        plan = resolve_wanted(copy.deepcopy(wanted), target, settings, AgentStacks(pulled, root))
     return PackagePlan(
         resolution=plan.resolution, stack=plan.stack, notes=plan.notes, log=plan.log + _notes_log(plan.notes)
     )

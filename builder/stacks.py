@@ -116,8 +116,38 @@ class StackError(Exception):
     """A stack is needed but unusable on this host (the operator's to fix): ``str()`` says what to run."""
 
 
-def installed_stacks(client) -> list[Stack]:
-    """The stack images of this engine (``client``: a docker SDK client), by their settings' names."""
+def _split_name(name: str) -> tuple[str, str]:
+    repository, sep, tag = name.rpartition(":")
+    return (repository, tag) if sep and "/" not in tag else (name, "latest")
+
+
+def _pull(client, name: str) -> bool:
+    """Pull stack image ``name`` from its registry (another host built and pushed it); ``False`` when it
+    cannot be had. Only a name with a registry part (``host[:port]/...``) is pulled."""
+    from docker.errors import DockerException
+
+    from run_duel.registry import RegistryConfig, RegistryConfigError
+
+    first = name.split("/", 1)[0]
+    if "/" not in name or not ("." in first or ":" in first or first == "localhost"):
+        return False
+    try:
+        registry = RegistryConfig.from_env()
+    except RegistryConfigError:
+        registry = None
+    auth = registry.auth_config() if registry is not None and name.startswith(registry.host) else None
+    repository, tag = _split_name(name)
+    try:
+        client.images.pull(repository, tag=tag, auth_config=auth)
+    except DockerException:
+        return False
+    return True
+
+
+def installed_stacks(client, *, pull: bool = False) -> list[Stack]:
+    """The stack images of this engine (``client``: a docker SDK client), by their settings' names; with
+    ``pull``, a missing one whose name has a registry part is pulled first (``build_stack_image.sh --push``
+    on the host that built it)."""
     from docker.errors import ImageNotFound
 
     found = []
@@ -126,7 +156,12 @@ def installed_stacks(client) -> list[Stack]:
         try:
             image = client.images.get(name)
         except ImageNotFound:
-            continue
+            if not (pull and _pull(client, name)):
+                continue
+            try:
+                image = client.images.get(name)
+            except ImageNotFound:
+                continue
         labels = image.attrs.get("Config", {}).get("Labels") or {}
         if labels.get(STACK_LABEL) != spec.name:
             continue
@@ -444,18 +479,60 @@ def build_stack(
     return stack
 
 
+def push_stack(stack: Stack) -> str:
+    """Push ``stack`` to ``AGENT_REGISTRY`` as ``<registry>/<its repository>:<its tag>``; return that name:
+    the ``AGENT_STACK_<NAME>_IMAGE`` of the other build hosts, which pull it when an agent first needs it,
+    so every agent image shares the same stack layers in the registry."""
+    from docker.errors import DockerException
+
+    from run_duel.registry import RegistryConfig, RegistryConfigError
+    from run_duel.sandbox.docker_client import get_client
+
+    try:
+        registry = RegistryConfig.from_env()
+    except RegistryConfigError as exc:
+        raise StackError(f"bad registry settings: {exc}") from exc
+    if registry is None:
+        raise StackError("--push needs AGENT_REGISTRY")
+    repository, tag = _split_name(stack.image)
+    if repository.startswith(registry.host + "/"):
+        remote = repository
+    else:
+        remote = registry.repository(repository.rsplit("/", 1)[-1])
+    try:
+        api = get_client().api
+        api.tag(stack.image_id, remote, tag)
+        for item in api.push(remote, tag=tag, stream=True, decode=True, auth_config=registry.auth_config()):
+            if item.get("error"):
+                raise StackError(f"the registry refused {remote}:{tag}: {item['error']}")
+    except DockerException as exc:
+        raise StackError(f"pushing {remote}:{tag} failed: {exc}") from exc
+    return f"{remote}:{tag}"
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m builder.stacks", description="Build shared stack images")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or find up to date) stack images")
     build.add_argument("names", nargs="*", default=sorted(STACKS), help=f"stacks ({', '.join(STACKS)})")
     build.add_argument("--force", action="store_true")
+    build.add_argument(
+        "--push",
+        action="store_true",
+        help="also push it to AGENT_REGISTRY, for the other build hosts (their AGENT_STACK_TORCH_IMAGE)",
+    )
     args = parser.parse_args(argv)
     for name in args.names:
         if name not in STACKS:
             parser.error(f"unknown stack {name!r} (known: {', '.join(STACKS)})")
         try:
-            build_stack(name, force=args.force, log=lambda line: print(line, file=sys.stderr, flush=True))
+            stack = build_stack(name, force=args.force, log=_log)
+            if args.push:
+                _log(f"build_stack_image: pushed as {push_stack(stack)}")
         except (StackError, RequirementsError, WheelCacheError) as exc:
             print(f"build_stack_image: ERROR: {exc}", file=sys.stderr)
             return 1

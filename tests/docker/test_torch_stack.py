@@ -9,6 +9,9 @@ Two torch agent builds in all (the machine is small)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import shutil
 import subprocess
 import uuid
@@ -18,9 +21,13 @@ from pathlib import Path
 
 import pytest
 from dockertest_support import RANDOM_PLAYER, REPO, zip_folder
+from registry_support import PrivateRegistry
 
-from builder import build_submission
+from builder import build_submission, validate_zip
+from builder.agent_packages import plan_packages
 from builder.settings import BuilderSettings
+from builder.stacks import PACKAGES_LABEL, STACK_LABEL, installed_stacks, push_stack
+from builder.wheels import TargetPlatform
 from run_duel.api import LaunchSpec, play_duel, validate_duel_json
 from run_duel.sandbox.docker_client import get_client
 
@@ -185,3 +192,46 @@ def test_the_rl_arena_broken_environment_fixture_fails_its_build_naming_the_file
     )
     with zipfile.ZipFile(RL_ARENA / "invalid_files.zip") as zf:
         assert "player.py" in zf.namelist()  # the zip is otherwise a valid submission
+
+
+@pytest.mark.slow  # pushes the base image's layers to a new registry
+def test_a_build_host_without_the_stack_pulls_the_one_another_host_pushed(
+    base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build_stack_image.sh --push`` on one host, ``AGENT_STACK_TORCH_IMAGE=<registry>/...`` on the others:
+    the first agent there that needs torch pulls the stack (the same layers for every host). A stand-in stack
+    image (the labels build_stack writes, no torch inside) keeps this test small: only resolution uses it."""
+    client = get_client()
+    local = f"rl-arena-test-stack-{uuid.uuid4().hex[:8]}:1"
+    packages = json.dumps([["torch", "2.13.0+cpu"]])
+    dockerfile = f"FROM {base_image}\nLABEL {STACK_LABEL}=torch {PACKAGES_LABEL}={json.dumps(packages)}\n"
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=local, rm=True, network_mode="none")
+    registry = PrivateRegistry(tmp_path / "registry").start()
+    remote = ""
+    try:
+        monkeypatch.setenv("AGENT_REGISTRY", registry.address)
+        monkeypatch.setenv("AGENT_STACK_TORCH_IMAGE", local)
+        (stack,) = [s for s in installed_stacks(client) if s.spec.name == "torch"]
+        remote = push_stack(stack)
+        assert remote == f"{registry.address}/{local}"
+        client.images.remove(remote)
+        client.images.remove(local)  # this host no longer has it under any name
+
+        monkeypatch.setenv("AGENT_STACK_TORCH_IMAGE", remote)
+        assert installed_stacks(client) == []
+        folder = tmp_path / "agent"
+        folder.mkdir()
+        (folder / "player.py").write_text((TORCH_AGENT / "player.py").read_text())
+        (folder / "requirements.txt").write_text("torch\n")
+        target = TargetPlatform("3.11", "cp", ("cp311", "abi3", "none"), ("manylinux2014_x86_64",))
+        settings = replace(BuilderSettings.from_env(), wheel_cache_dir=tmp_path / "wheels")
+        plan = plan_packages(
+            validate_zip(zip_folder(folder, tmp_path / "a.zip")), lambda: target, settings, client
+        )
+        assert plan.stack is not None and plan.stack.image == remote and plan.resolution is None
+        assert client.images.get(remote).labels[STACK_LABEL] == "torch"
+    finally:
+        registry.stop()
+        for name in (remote, local):
+            with contextlib.suppress(Exception):
+                client.images.remove(name)
