@@ -6,6 +6,9 @@
 #   scripts/build_stack_image.sh            # every stack: build what is missing or changed, else no-op
 #   scripts/build_stack_image.sh torch      # only this one
 #   scripts/build_stack_image.sh --force    # rebuild even if up to date
+#   scripts/build_stack_image.sh --push     # also push it to AGENT_REGISTRY: other build hosts set
+#                                           # AGENT_STACK_TORCH_IMAGE=<registry>/rl-arena-agent-base-torch:1
+#                                           # and pull it when an agent first needs torch
 #
 # Needs the Python base image (scripts/build_base_image.sh python) and the project's Python environment.
 # Where torch comes from (never the general package index, whose torch is the multi-GB CUDA build):
