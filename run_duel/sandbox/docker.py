@@ -746,6 +746,10 @@ def _share_with_agent(socket_dir: str, path: str) -> None:
     os.chmod(path, 0o600)
 
 
+#: image -> its agent folder when its entrypoint is our Python harness, else None (``_harness_agent_dir``).
+_HARNESS_DIRS: dict[str, str | None] = {}
+
+
 class DockerSandbox(Sandbox):
     """Runs each agent in a fresh container of its image (see the module docstring)."""
 
@@ -785,7 +789,6 @@ class DockerSandbox(Sandbox):
         self.connect_timeout = connect_timeout
         self._processes: weakref.WeakSet[DockerAgentProcess] = weakref.WeakSet()
         self._remover = Remover()
-        self._harness_dirs: dict[str, str | None] = {}  # image -> agent folder (``_harness_agent_dir``)
 
     def launch(self, spec: LaunchSpec) -> DockerAgentProcess:
         """Start agent ``spec.agent`` (an image); return once its harness connected. With reuse on, in a
@@ -806,10 +809,10 @@ class DockerSandbox(Sandbox):
     # -- warm containers (docker_warm) ---------------------------------------------------------------
 
     def _harness_agent_dir(self, image: str) -> str | None:
-        """The agent folder of ``image`` if its entrypoint is our Python harness (cached per process with
-        warm containers, else per sandbox): such a container runs this checkout's harness, isolated
-        (``container_config``), and can run warm."""
-        cache = self.pool.capable if self.pool is not None else self._harness_dirs
+        """The agent folder of ``image`` if its entrypoint is our Python harness (cached per process: an
+        image reference names one content, by digest on the platform, by content hash from our builder):
+        such a container runs this checkout's harness, isolated (``container_config``), and can run warm."""
+        cache = _HARNESS_DIRS
         if image not in cache:
             with self._images.use(image):  # fetched by digest if this engine lacks it
                 try:

@@ -154,7 +154,6 @@ class WarmPool:
         self._lock = threading.Lock()
         self.created = 0
         self.retired = 0
-        self.capable: dict[str, str | None] = {}  # image -> its agent folder if it can run warm
 
     def take(self, key: WarmKey) -> WarmContainer | None:
         """An idle container for ``key`` (the most recently used), or ``None``."""
