@@ -2,8 +2,11 @@
 
 Nothing of the submission runs at build time: requirements are fetched as wheels only (``pip download
 --only-binary=:all:`` for the agent base image's exact interpreter and platform tags), so no ``setup.py``
-is ever executed; the build container then installs exactly those wheel files with ``--no-index`` and no
-network (``builder.image``). A requirement that exists only as a source distribution is refused, naming it.
+is ever executed. Each wheel's central directory is checked here against the packages' caps before any
+build copies it (``check_wheels``: bytes, files, compression ratio, paths); the build container then
+unpacks exactly those wheel files, without network, with our counting unpacker
+(``image_files/install_wheels.py``, ``builder.image``). A requirement that exists only as a source
+distribution is refused, naming it.
 
 ``requirements.txt`` may hold requirement lines only (``name[extras] <specifiers> ; <markers>``): options
 (``--index-url``, ``-r``, ``-e``...), URLs and paths are refused, so a submission cannot point the host's
