@@ -98,11 +98,12 @@ start_service() {
 stop_all() {
     stop_service web
     stop_service worker
+    stop_service control
 }
 
 status() {
     local name pid
-    for name in web worker; do
+    for name in web worker control; do
         if pid="$(live_pid "$name")"; then
             echo "$name: running (pid $pid), log $RUN_DIR/$name.log"
         else
@@ -307,7 +308,11 @@ start() {
         *) die "WEB_SERVER must be runserver or gunicorn (got $WEB_SERVER)" ;;
     esac
     port_is_free || die "$HOST:$PORT is already in use by another program (set PORT=...)"
-    start_service worker "$PY" "$ROOT/manage.py" run_dev_worker
+    # The control plane (reaper, ratings, matchmaking, and beat) has a consumer of its own, so it never
+    # waits behind the job hints the worker is busy with (core/settings.py CONTROL_QUEUE).
+    export CONTROL_QUEUE="${CONTROL_QUEUE:-control}"
+    start_service control "$PY" "$ROOT/manage.py" run_dev_worker --control
+    start_service worker "$PY" "$ROOT/manage.py" run_dev_worker --no-beat
     start_service web "${web_cmd[@]}"
     if ! wait_for_url "http://$HOST:$PORT/" 90 || ! live_pid web >/dev/null; then
         tail -n 30 "$RUN_DIR/web.log" >&2 || true
@@ -322,7 +327,7 @@ start() {
   RL Arena is running at  http://$HOST:$PORT/
   Admin:                  http://$HOST:$PORT/admin/   login $ADMIN_EMAIL   password $(admin_password)
   Agents run in:          the $SANDBOX sandbox${AGENT_REGISTRY:+ (agent images: registry $AGENT_REGISTRY)}
-  Logs and pids:          $RUN_DIR/  (web.log, worker.log)
+  Logs and pids:          $RUN_DIR/  (web.log, worker.log, control.log)
   Queue:                  .venv/bin/python manage.py queue_status
   Stop:                   ./prepare_dev.sh --stop
 

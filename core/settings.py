@@ -388,9 +388,19 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "arena")
 # service, the only one that needs git credentials); empty: they run on the default queue like the rest.
 PUBLISHER_QUEUE = env_str("PUBLISHER_QUEUE", "") or ""
 LIVE_PLAY_QUEUE = env_str("LIVE_PLAY_QUEUE", "") or ""
+# The control plane's own queue (docker-compose and terraform: "control", served by the `control` service,
+# a consumer of its own): the reaper (expired leases, lost hints and rating triggers), ratings and
+# matchmaking never wait behind the job hints of the default queue, however many are waiting. Empty
+# (development): they share the default queue. Every process that sends tasks must agree on it.
+CONTROL_QUEUE = env_str("CONTROL_QUEUE", "") or ""
+CONTROL_TASKS = ("duel_runner.reap", "tournament_manager.rate_environment", "tournament_manager.matchmake")
 CELERY_TASK_ROUTES = {
     pattern: {"queue": queue}
-    for pattern, queue in (("publisher.*", PUBLISHER_QUEUE), ("duel_runner.play_session", LIVE_PLAY_QUEUE))
+    for pattern, queue in (
+        ("publisher.*", PUBLISHER_QUEUE),
+        ("duel_runner.play_session", LIVE_PLAY_QUEUE),
+        *((task, CONTROL_QUEUE) for task in CONTROL_TASKS),
+    )
     if queue
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")

@@ -269,3 +269,32 @@ def test_the_ladder_settings_default_to_the_matchmaking_policy_and_reach_it_from
         seen.append(json.loads(out.stdout.splitlines()[-1]))
     assert seen[0] == [True, 0.0, 5, 1, 3600.0, 25 / 6]
     assert seen[1] == [False, 0.25, 3, 2, 60.0, 2.5]
+
+
+def test_the_control_plane_gets_its_own_queue_only_when_named(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from core.celery import app; "
+        "from core.management.commands.run_dev_worker import dev_queues; "
+        "route = lambda name: app.amqp.router.route({}, name)['queue'].name; "
+        "print(*(route(t) for t in ('duel_runner.reap', 'tournament_manager.rate_environment', "
+        "'tournament_manager.matchmake', 'duel_runner.run_duel', 'builder.build_revision')), "
+        "','.join(dev_queues()))"
+    )
+    queues = []
+    for control in ("", "control"):
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PUBLISHER_QUEUE")}
+        env.update(DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="core.settings", CONTROL_QUEUE=control)
+        env.pop("LIVE_PLAY_QUEUE", None)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, check=True
+        )
+        queues.append(out.stdout.split())
+    assert queues == [
+        ["arena", "arena", "arena", "arena", "arena", "arena"],
+        # the reaper, ratings and matchmaking never wait behind job hints; the dev worker serves both
+        ["control", "control", "control", "arena", "arena", "control,arena"],
+    ]

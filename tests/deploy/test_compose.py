@@ -11,8 +11,19 @@ from typing import Any
 import pytest
 from deploy_helpers import REPO, compose_binary, require
 
-LONG_RUNNING = ("db", "redis", "registry", "web", "worker", "live", "manager", "publisher", "nginx")
-PLATFORM = ("migrate", "static", "web", "worker", "live", "manager", "publisher")
+LONG_RUNNING = (
+    "db",
+    "redis",
+    "registry",
+    "web",
+    "worker",
+    "live",
+    "manager",
+    "control",
+    "publisher",
+    "nginx",
+)
+PLATFORM = ("migrate", "static", "web", "worker", "live", "manager", "control", "publisher")
 
 
 #: All that `docker compose config` gets from this process's environment: where programs are, and a home.
@@ -173,6 +184,14 @@ def test_live_games_are_routed_to_the_live_services_queue(stack: dict[str, Any])
     assert "--queues" not in stack["services"]["worker"]["command"]  # the worker keeps the default queue
     for name in PLATFORM:
         assert stack["services"][name]["environment"]["LIVE_PLAY_QUEUE"] == queue, name
+
+
+def test_the_control_plane_is_routed_to_the_control_services_queue(stack: dict[str, Any]) -> None:
+    command = stack["services"]["control"]["command"]
+    queue = command[command.index("--queues") + 1]
+    for name in PLATFORM:
+        assert stack["services"][name]["environment"]["CONTROL_QUEUE"] == queue, name
+    assert "--queues" not in stack["services"]["manager"]["command"]  # beat only sends
 
 
 def test_workers_push_and_pull_agent_images_through_the_stacks_registry(stack: dict[str, Any]) -> None:

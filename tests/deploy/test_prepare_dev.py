@@ -150,19 +150,19 @@ def test_agents_run_in_docker_when_an_engine_answers_else_locally(dev_run: DevRu
 
 def test_a_second_run_restarts_cleanly_without_duplicates(dev_run: DevRun) -> None:
     before = dev_run.queue_status()["revisions"]
-    old_web, old_worker = dev_run.pid("web"), dev_run.pid("worker")
+    old = [dev_run.pid(name) for name in ("web", "worker", "control")]
     password = (dev_run.data / "admin_password.txt").read_text()
     done = dev_run.script()
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert not alive(old_web) and not alive(old_worker)
-    assert alive(dev_run.pid("web")) and alive(dev_run.pid("worker"))
+    assert not any(alive(pid) for pid in old)
+    assert all(alive(dev_run.pid(name)) for name in ("web", "worker", "control"))
     assert "submitted 0 revision(s)" in done.stdout + done.stderr
     assert dev_run.queue_status()["revisions"] == before
     assert (dev_run.data / "admin_password.txt").read_text() == password
 
 
 def test_stop_stops_everything(dev_run: DevRun) -> None:
-    pids = [dev_run.pid("web"), dev_run.pid("worker")]
+    pids = [dev_run.pid(name) for name in ("web", "worker", "control")]
     done = dev_run.script("--stop", timeout=120)
     assert done.returncode == 0, done.stderr
     assert not any(alive(pid) for pid in pids)

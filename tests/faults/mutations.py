@@ -142,6 +142,13 @@ MUTATIONS = [
         "tests/faults/test_killed_worker.py::test_a_duel_interrupted_by_a_killed_worker_is_rerun_after_its_lease_expires",
     ),
     Mutation(
+        "control-queue",
+        "core/settings.py",
+        'CONTROL_TASKS = ("duel_runner.reap", ',
+        "CONTROL_TASKS = (",
+        "tests/faults/test_reaper_backlog.py",
+    ),
+    Mutation(
         "lost-hints",
         "duel_runner/reaper.py",
         '        "resent": resend_stale_hints(),',
