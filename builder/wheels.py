@@ -52,6 +52,10 @@ RESOLVER_VERSION = "1"
 #: tops out near 1032:1; real wheels' shared libraries and data stay far below 200:1).
 MAX_WHEEL_RATIO = 200
 WHEEL_RATIO_FLOOR_BYTES = 1 << 20
+#: A wheel's file names and its central directory (which the unpacker in the build holds in memory); the
+#: largest real wheels have directories of a few MiB and names of a few hundred bytes.
+MAX_WHEEL_NAME_BYTES = 1024
+MAX_WHEEL_DIRECTORY_BYTES = 64 * 1024 * 1024
 #: Resolutions used this recently are never trimmed (a build may be copying their wheels).
 TRIM_GRACE_S = 3600.0
 MAX_REQUIREMENT_LINES = 200
@@ -209,7 +213,12 @@ def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
         wheel_bytes = 0
         try:
             with path.open("rb") as handle:
-                declared, entries = directory_entries(handle, size)
+                declared, directory_bytes, entries = directory_entries(handle, size)
+                if directory_bytes > MAX_WHEEL_DIRECTORY_BYTES:
+                    raise RequirementsError(
+                        f"requirements.txt: {shown} has a {directory_bytes / 2**20:.0f} MiB directory, over "
+                        f"this server's limit of {MAX_WHEEL_DIRECTORY_BYTES // 2**20} MiB"
+                    )
                 if total_files + declared > max_files:
                     raise RequirementsError(
                         f"requirements.txt: {shown} holds {declared} files, which brings the packages to "
@@ -220,6 +229,11 @@ def check_wheels(paths: list[Path], settings: BuilderSettings) -> None:
                     total_bytes += entry.file_size
                     wheel_bytes += entry.file_size
                     name = entry.name
+                    if len(name.encode("utf-8", "surrogateescape")) > MAX_WHEEL_NAME_BYTES:
+                        raise RequirementsError(
+                            f"requirements.txt: {shown} holds a file name over {MAX_WHEEL_NAME_BYTES} bytes "
+                            f"({name[:80]!r}...)"
+                        )
                     if name.startswith("/") or ".." in name.split("/") or "\\" in name:
                         raise RequirementsError(
                             f"requirements.txt: {shown} holds the unsafe path {name[:200]!r}"

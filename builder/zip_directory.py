@@ -196,10 +196,10 @@ def _check_entry(entry: DirectoryEntry, limits: DirectoryLimits) -> None:
         )
 
 
-def directory_entries(fh: BinaryIO, size: int) -> tuple[int, Iterator[DirectoryEntry]]:
-    """(declared entry count, the entries one at a time) of the zip in ``fh``, streamed in bounded chunks
-    without decompressing anything; the caller applies its own caps (``builder.wheels`` for a wheel).
-    A malformed archive raises ``DirectoryError``, also while iterating."""
+def directory_entries(fh: BinaryIO, size: int) -> tuple[int, int, Iterator[DirectoryEntry]]:
+    """(declared entry count, directory size in bytes, the entries one at a time) of the zip in ``fh``,
+    streamed in bounded chunks without decompressing anything; the caller applies its own caps
+    (``builder.wheels`` for a wheel). A malformed archive raises ``DirectoryError``, also while iterating."""
     declared, cd_size, start = _end_records(fh, size)
 
     def entries() -> Iterator[DirectoryEntry]:
@@ -208,7 +208,7 @@ def directory_entries(fh: BinaryIO, size: int) -> tuple[int, Iterator[DirectoryE
             csize, usize = _zip64_sizes(extra, csize, usize)
             yield DirectoryEntry(name=name, compressed_size=csize, file_size=usize)
 
-    return declared, entries()
+    return declared, cd_size, entries()
 
 
 def scan_directory(fh: BinaryIO, size: int, limits: DirectoryLimits) -> DirectorySummary:

@@ -19,8 +19,8 @@ ulimit -f $((max_bytes / 512 + 1))
 timeout -s KILL "$timeout_s" python3 -I -B /tmp/install_wheels.py "$target" "$max_bytes" "$max_files" \
     /tmp/wheels/*.whl
 rc=$?
-if [ "$rc" -eq 137 ] || [ "$rc" -eq 124 ]; then
-    echo "PACKAGES ERROR: installing the packages took longer than ${timeout_s} s"
+if [ "$rc" -eq 137 ] || [ "$rc" -eq 124 ]; then  # killed: by the timeout, or by the build's memory cap
+    echo "PACKAGES ERROR: installing the packages was stopped: it took longer than ${timeout_s} s or more memory than the build has"
     exit 1
 fi
 if [ "$rc" -eq 153 ]; then
