@@ -97,7 +97,11 @@ def _play_to_the_end(page_for: Any, live_server: Any, make_competitor: Any) -> N
     print(f"{clicks} human moves, {session.moves} in all, game over after {elapsed:.1f} s: {session.result}")
     assert session.result in ("HUMAN_WIN", "AGENT_WIN", "DRAW")
     assert clicks == len(session.actions[0::2]) and session.user.email == "grace@example.com"
-    assert "Game over" in page.inner_text("[data-testid=play-status]")
+    status = page.inner_text("[data-testid=play-status]")
+    agent = f"{session.revision.competitor.name} v{session.revision.version}"
+    ending = {"HUMAN_WIN": "Game over. You won.", "DRAW": "Game over. It is a draw."}
+    assert status == ending.get(session.result, f"Game over. {agent} won.")
+    assert "human" not in status  # once "Game over: the human won."
     page.wait_for_selector("[data-testid=play-replay-card] .replay-controls")
     _shot(page, "play-connect-four-finished")
     assert page.errors == []

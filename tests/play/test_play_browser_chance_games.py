@@ -70,7 +70,11 @@ def _play(slug: str, page_for: Any, live_server: Any, make_competitor: Any) -> N
         )
     session = PlaySession.objects.get(environment__slug=slug)
     assert session.result in ("HUMAN_WIN", "AGENT_WIN", "DRAW"), session.error_msg
-    assert "Game over" in page.inner_text("[data-testid=play-status]")
+    status = page.inner_text("[data-testid=play-status]")
+    agent = f"{session.revision.competitor.name} v{session.revision.version}"
+    ending = {"HUMAN_WIN": "Game over. You won.", "DRAW": "Game over. It is a draw."}
+    assert status == ending.get(session.result, f"Game over. {agent} won.")
+    assert "human" not in status  # once "Game over: the human won."
     if slug == "leduc-holdem":
         page.wait_for_selector("[data-testid=play-replay-card] .replay-controls")
     _shot(page, f"play-{slug}-finished")
