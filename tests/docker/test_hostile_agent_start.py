@@ -180,6 +180,29 @@ int main(int argc, char** argv) {
 }
 """
 
+MAIN_JS = """
+'use strict';
+// Plants seed.txt in its data folder as soon as the harness requires it, then plays.
+const fs = require('fs');
+const path = require('path');
+
+const seed = path.join(process.env.ARENA_DATA_DIR || '/nonexistent', 'seed.txt');
+try {
+  fs.writeFileSync(seed, 'planted by main.js', { flag: 'wx' });
+  console.error('MAIN planted seed.txt');
+} catch (err) {
+  const found = err.code === 'EEXIST' ? fs.readFileSync(seed, 'utf8') : null;
+  console.error(found === null ? String(err) : `MAIN found seed.txt: ${found}`);
+}
+
+class Player {
+  start(state, validActions) { return validActions[0]; }
+  step(state, validActions) { return validActions[0]; }
+}
+
+module.exports = Player;
+"""
+
 
 @pytest.fixture(scope="module")
 def built(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, BuildResult]]:
@@ -206,11 +229,13 @@ def built(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         for name, files in {
             "python": {"player.py": PLAYER, "requirements.txt": "arena-hostile-start==1.0\n"},
             "cpp": {"main.cpp": MAIN_CPP},
+            "javascript": {"main.js": MAIN_JS},
         }.items():
             archive = work / f"{name}-{uuid.uuid4().hex}.zip"
             with zipfile.ZipFile(archive, "w") as zf:
                 for path, text in files.items():
-                    zf.writestr(path, f"// {uuid.uuid4()}\n{text}" if path.endswith(".cpp") else text)
+                    fresh = path.endswith((".cpp", ".js"))  # never an image cached from an earlier run
+                    zf.writestr(path, f"// {uuid.uuid4()}\n{text}" if fresh else text)
             result = build_submission(
                 archive, backend="docker", work_dir=work, settings=settings, registry=None
             )
@@ -324,11 +349,16 @@ def test_the_container_never_sees_the_referees_socket_path(python_duels) -> None
         assert all(path.startswith("/proc/self/fd/") for path in paths), table
 
 
-def test_a_cpp_main_runs_only_once_the_data_folder_is_filled(sandbox, built: dict[str, BuildResult]) -> None:
-    label = f"start-cpp-{uuid.uuid4().hex[:8]}"
+@pytest.mark.parametrize("language", ["cpp", "javascript"])
+def test_a_native_main_runs_only_once_the_data_folder_is_filled(
+    sandbox, built: dict[str, BuildResult], language: str
+) -> None:
+    """A C++ ``main()`` (our launcher waits for the socket) and a JavaScript module's top level (the
+    harness connects before it requires ``main.js``) find the folder filled."""
+    label = f"start-{language}-{uuid.uuid4().hex[:8]}"
     for _ in range(2):
         data = AgentData(archive=archive_of(STORED))
-        duel = _duel(sandbox, built["cpp"].agent_ref, data, label)
+        duel = _duel(sandbox, built[language].agent_ref, data, label)
         assert duel["other_errors"] == duel["player_1_errors"] == duel["player_2_errors"] == 0, duel[
             "error_msg"
         ]
