@@ -24,6 +24,12 @@ KAGGLE_TIC_TAC_TOE = textwrap.dedent(
 )
 
 
+@pytest.fixture(autouse=True)
+def _readable_tmp_path(tmp_path: Path) -> None:
+    """Agents written into ``tmp_path`` (0700) must be readable by the local sandbox's agent user."""
+    tmp_path.chmod(0o755)
+
+
 def duel(game: str, agent_1: Path | str, agent_2: Path | str, matches: int, sandbox: str = "local") -> dict:
     result = play_duel(
         game, get_sandbox(sandbox), LaunchSpec(str(agent_1)), LaunchSpec(str(agent_2)), matches=matches
