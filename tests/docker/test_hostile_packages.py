@@ -184,6 +184,10 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "bomb-pkg": ("bomb_pkg-1.0-py3-none-any.whl", bomb_wheel()),
         "spread-pkg": ("spread_pkg-1.0-py3-none-any.whl", spread_bomb_wheel()),
         "many-files-pkg": ("many_files_pkg-1.0-py3-none-any.whl", many_files_wheel()),
+        "long-name-pkg": (
+            "long_name_pkg-1.0-py3-none-any.whl",
+            _wheel_zip("long-name-pkg", "1.0", lambda zf: zf.writestr("long_name_pkg/" + "n" * 60_000, "")),
+        ),
         "liar-pkg": ("liar_pkg-1.0-py3-none-any.whl", lying_wheel()),
         "layout-pkg": ("layout_pkg-1.0-py3-none-any.whl", layout_wheel()),
         "bytecode-pkg": ("bytecode_pkg-1.0-py3-none-any.whl", bytecode_wheel()),
@@ -286,6 +290,14 @@ def test_a_wheel_of_a_hundred_thousand_files_is_refused_on_the_host(settings, tm
     assert (result.ok, result.error_kind) == (False, "BUILD_FAILED"), result.log[-2000:]
     assert "the wheel of many-files-pkg 1.0" in result.error, result.error
     assert f"over this server's limit of {settings.packages_max_files}" in result.error
+    assert not watch.seen
+
+
+def test_a_wheel_with_a_60_000_byte_file_name_is_refused_on_the_host(settings, tmp_path) -> None:
+    result, watch = _build(tmp_path, settings, "long-name-pkg==1.0\n")
+    assert (result.ok, result.error_kind) == (False, "BUILD_FAILED"), result.log[-2000:]
+    assert "the wheel of long-name-pkg 1.0" in result.error, result.error
+    assert "a file name over 1024 bytes" in result.error, result.error
     assert not watch.seen
 
 
