@@ -22,6 +22,7 @@ class WorkerStatus(models.Model):
     last_seen = models.DateTimeField(help_text="Last report (database time).")
     changed_at = models.DateTimeField(help_text="When ``healthy`` last changed (database time).")
     stopped = models.BooleanField(default=False, help_text="The worker shut down cleanly.")
+    slots = models.PositiveIntegerField(default=0, help_text="Jobs it runs at once (its pool processes).")
 
     class Meta:
         ordering = ["name"]
