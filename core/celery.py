@@ -53,7 +53,7 @@ def _keep_hints_across_database_errors(
 
 
 # Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
-app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher"])
+app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher", "ops"])
 # The agent image collector's periodic task (duel_runner/image_gc.py).
 app.autodiscover_tasks(["duel_runner"], related_name="image_gc")
 # Seasons and their finals (tournament_manager/season_tasks.py).

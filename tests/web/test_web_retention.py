@@ -124,3 +124,29 @@ def test_nothing_is_pruned_while_retention_is_off(settings, env, alice, bob, cap
     assert "retention is off" in capsys.readouterr().out
     assert prune().match_states_pruned == 0
     assert all(m.states for m in Match.objects.all())
+
+
+def test_the_beat_runs_retention_only_when_it_is_on(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from core.celery import app; app.loader.import_default_modules();"
+        " print('ops.prune_data' in app.tasks, 'ops-prune-data' in app.conf.beat_schedule)"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RETENTION_")}
+    base.update(DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="core.settings")
+    base.pop("DATABASE_URL", None)
+    off = subprocess.run(
+        [sys.executable, "-c", script], env=base, capture_output=True, text=True, timeout=120
+    )
+    assert off.stdout.split() == ["True", "False"], off.stderr
+    on = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**base, "RETENTION_MATCH_STATES_DAYS": "30"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert on.stdout.split() == ["True", "True"], on.stderr
