@@ -13,9 +13,11 @@ referee's socket exists) or ``main.js`` (Node.js runs our
 ``arena_harness.js``, which requires it). Each language has its own base image
 (``scripts/build_base_image.sh``).
 
-A Python agent's ``requirements.txt`` is resolved wheels-only on this host into the shared wheel cache
-(``builder.wheels``), and a first build stage installs exactly those wheels with ``--no-index`` as user
-10001 under time, size and file-count limits; the final image copies the result, root-owned and read-only,
+A Python agent's ``requirements.txt`` and conda ``environment.yml`` (``builder.agent_packages``) are
+resolved wheels-only on this host into the shared wheel cache (``builder.wheels``); an agent that needs
+torch is built FROM the shared torch stack image instead of the base image (``builder.stacks``); and a
+first build stage installs exactly those wheels with ``--no-index`` as user 10001 under time, size and
+file-count limits; the final image copies the result, root-owned and read-only,
 to ``/opt/agent-packages``, which the harness adds to the path only in the agent's process once its seat is
 ready (never on ``PYTHONPATH`` at start-up: a package's ``sitecustomize.py`` or ``.pth`` never runs before
 that, nor in a warm container's factory). No build step ever has network (``network_mode=none``),
