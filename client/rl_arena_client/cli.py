@@ -24,27 +24,23 @@ import json
 import os
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any, TextIO
 
 from rl_arena_client import __version__
 from rl_arena_client.agents import (
     bundled_names,
-    read_zip_for_upload,
     resolve,
     syntax_error,
-    upload_entry,
-    zip_folder,
 )
 from rl_arena_client.api import (
     DEFAULT_SERVER,
     Client,
     CliError,
-    encode_multipart,
     load_config,
     save_config,
 )
+from rl_arena_client.submission import upload_agent
 
 #: Revision states in the order a healthy submission goes through them.
 PROGRESS_STATES = ["UPLOADED", "BUILDING", "BUILT", "TESTING", "ELIGIBLE"]
@@ -105,52 +101,21 @@ def wait_for_revision(client: Client, revision_id: int, out: TextIO, poll: float
         time.sleep(poll)
 
 
-def _server_limit(client: Client) -> int | None:
-    """The arena's upload limit in bytes (from ``GET /api/``), or ``None`` if it does not say."""
-    try:
-        info = client.request("GET", "/api/")
-    except CliError:
-        return None
-    limit = info.get("submission_max_bytes") if isinstance(info, dict) else None
-    return limit if isinstance(limit, int) else None
-
-
 def cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
     """Check and zip an agent folder (or take a zip as it is), upload it as a new revision, follow it until
     ranked or failed."""
     client = _client(args)
-    path = Path(args.folder).expanduser()
-    if path.is_file():
-        archive = read_zip_for_upload(path)
-        with zipfile.ZipFile(path) as zf:
-            python = upload_entry(zf.namelist()).endswith(".py")
-        folder = resolve(str(path))[0] if python else None  # extracted, to compile its Python
-    elif path.exists() or path.is_symlink():
-        archive, folder = zip_folder(path), path.resolve()
-    else:
-        raise CliError(f"{args.folder}: no such folder or zip")
-    error = syntax_error(folder) if folder is not None else None
-    if error:
-        raise CliError(f"Python cannot compile your agent, nothing was uploaded:\n{error}")
-    limit = _server_limit(client)
-    if limit is not None and len(archive) > limit:
-        raise CliError(
-            f"the zip is {len(archive) / 2**20:.1f} MB, over the arena's {limit // 2**20} MB limit; "
-            "leave out training data and caches, or shrink the model"
-        )
-    body, ctype = encode_multipart(
-        {
-            "environment": args.game,
-            "competitor_name": args.name,
-            "is_public": "true" if args.public else "false",
-            "wipe_data": "true" if args.wipe_data else "false",
-            "agent_format": args.format,
-        },
-        {"file": (f"{args.name}.zip", archive)},
+    rev = upload_agent(
+        client,
+        args.game,
+        args.name,
+        Path(args.folder).expanduser(),
+        public=args.public,
+        wipe_data=args.wipe_data,
+        agent_format=args.format,
     )
-    rev = client.request("POST", "/api/revisions/", body=body, content_type=ctype)
     print(
-        f"Uploaded {len(archive)} bytes: {args.name} revision {rev.get('version')} (id {rev['id']})",
+        f"Uploaded {rev['zip_bytes']} bytes: {args.name} revision {rev.get('version')} (id {rev['id']})",
         file=out,
     )
     if args.no_wait:
