@@ -43,6 +43,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from core.match_states import recorded
 from core.models import Duel, Environment, Match, RatingHistory, User
 
 PLAYERS = ("PLAYER_1", "PLAYER_2")
@@ -145,9 +146,9 @@ def page_end(environment: Environment, viewer: User | None, flt: RecordFilter) -
 def match_lines(row: dict[str, Any], slug: str, game: Any) -> Iterator[dict[str, Any]]:
     """The step records of one match row (``_FIELDS`` values), first move first."""
     actions: list[int] = row["actions"] or []
-    states: list[dict[str, Any]] = row["states"] or []
     if not actions:
         return
+    states: list[dict[str, Any]] = recorded(game, row["states"] or [], actions)  # stored compact
     first = 0 if row["first_player"] == "PLAYER_1" else 1
     seat_player = (PLAYERS[first], PLAYERS[1 - first])
     finals = _FINAL_REWARDS.get(row["result"], (0.0, 0.0))

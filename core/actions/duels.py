@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -13,7 +14,8 @@ from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
 from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed, requeue_failed_job
 from core.actions.pair_records import count_duel_result
-from core.models import Duel, Match, Revision, Tournament
+from core.match_states import compact
+from core.models import Duel, Environment, Match, Revision, Tournament
 from core.queue import enqueue_on_commit, trigger_rating_on_commit
 
 #: A result is accepted while the claim's generation is current: running, re-queued by the reaper while
@@ -69,9 +71,26 @@ def claim_duel(duel_id: int, worker: str | None = None, lease_s: float | None = 
     return claim_job(Duel, duel_id, worker, lease_s, related=("environment", "revision_1", "revision_2"))
 
 
+#: Game rules per environment id (an environment's slug never changes), for :func:`_match_row`.
+_GAMES: dict[int, Any] = {}
+
+
+def _game_of(duel: Duel) -> Any:
+    game = _GAMES.get(duel.environment_id)
+    if game is None:
+        from environments import get_game
+
+        slug = Environment.objects.values_list("slug", flat=True).get(pk=duel.environment_id)
+        game = _GAMES[duel.environment_id] = get_game(slug)
+    return game
+
+
 def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
+    """A Match row of ``m`` (a match of the duel JSON), its states stored compact (``core.match_states``:
+    the rules replay them from the actions when read)."""
     if m.get("result") not in _MATCH_RESULTS:
         raise ValueError(f"match {index}: bad result {m.get('result')!r}")
+    actions = m.get("actions") or []
     return Match(
         duel=duel,
         index=index,
@@ -81,8 +100,8 @@ def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
         first_player=m.get("first_player") or Match.FirstPlayer.PLAYER_1,
         player_1_score=float(m.get("player_1_score") or 0.0),
         player_2_score=float(m.get("player_2_score") or 0.0),
-        states=m.get("states") or [],
-        actions=m.get("actions") or [],
+        states=compact(_game_of(duel), m.get("states") or [], actions),
+        actions=actions,
         move_times=m.get("move_times") or [],
     )
 
@@ -144,7 +163,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         duel.lease_expires_at = None
         duel.save()
         Match.objects.filter(duel=duel).delete()  # the rows shown while it ran, if any
-        Match.objects.bulk_create(matches)
+        _insert_matches(matches)
         count_duel_result(duel)  # per-pair counts for the tie fit and head to head
         if duel.tournament_id is not None:
             counters: dict[str, Any] = {"duels_finished": F("duels_finished") + 1}
@@ -154,6 +173,33 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         pause_erring_players(duel)
         trigger_rating_on_commit(duel.environment_id)
     return True
+
+
+#: Match columns written by :func:`_insert_matches` (every one but the id), and those holding JSON.
+_COPY_FIELDS = [f for f in Match._meta.concrete_fields if not f.primary_key]
+_COPY_COLUMNS = ", ".join(f'"{f.column}"' for f in _COPY_FIELDS)
+_COPY_SQL = f'COPY "{Match._meta.db_table}" ({_COPY_COLUMNS}) FROM STDIN'
+_JSON_FIELDS = {f.attname for f in _COPY_FIELDS if f.get_internal_type() == "JSONField"}
+
+
+def _insert_matches(rows: list[Match]) -> None:
+    """Insert new Match rows (ids are not read back): one ``COPY`` on PostgreSQL, JSON encoded by orjson
+    (``bulk_create``'s ``INSERT ... UNNEST`` quotes every array element in Python); ``bulk_create``
+    elsewhere (SQLite)."""
+    if connection.vendor != "postgresql":
+        Match.objects.bulk_create(rows)
+        return
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor, cursor.copy(_COPY_SQL) as copy:
+        for row in rows:
+            copy.write_row(
+                [
+                    orjson.dumps(getattr(row, f.attname)).decode()
+                    if f.attname in _JSON_FIELDS
+                    else f.get_db_prep_save(getattr(row, f.attname), connection)
+                    for f in _COPY_FIELDS
+                ]
+            )
 
 
 def _drop_partial_matches(duel: Duel) -> None:
