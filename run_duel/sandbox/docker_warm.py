@@ -1,13 +1,13 @@
 """Warm Docker sandboxes: a container per revision kept between duels, a fresh agent process per duel.
 
-A warm container runs our harness as its first process (PID 1) in ``--warm`` mode, started as ``python3
--I -B -u`` (nothing of the agent's packages runs in it): the *factory*. It imports numpy once (unless the
-agent's packages bring their own), then for each duel forks a fresh agent process (which adds the agent's
-packages, imports ``player.py`` and builds its ``Player`` exactly as a cold harness does) and, when the
-duel ends, kills every other process of the container and empties every folder an agent can write
-(``/tmp``, ``/dev/shm``, ``/dev/mqueue``), reporting whether anything survived. The referee side (this
-module) keeps idle containers in a per-process ``WarmPool`` keyed by image and limits, and hands each one
-to one seat at a time.
+A warm container runs our harness as its first process (PID 1) in ``--warm`` mode, started isolated
+(``python3 -I -B -u``: nothing of the agent's packages runs in it): the *factory*. It imports numpy once
+(unless the agent's packages bring their own), then for each duel forks a fresh agent process (which adds
+the agent's packages, imports ``player.py`` and builds its ``Player`` exactly as a cold harness does)
+and, when the duel ends, kills every other process of the container and empties every folder an agent can
+write (``/tmp``, ``/dev/shm``, ``/dev/mqueue``), reporting whether anything survived. The referee side
+(this module) keeps idle containers in a per-process ``WarmPool`` keyed by image and limits, and hands
+each one to one seat at a time.
 
 Safety (the argument is in ``run_duel/README.md``, "Warm sandboxes"):
 
