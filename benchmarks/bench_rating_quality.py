@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -73,14 +74,16 @@ from tournament_manager.simulation import FixtureLeague, SimulatedLeague  # noqa
 FIXTURES = REPO / "benchmarks" / "fixtures"
 TARGETS = (0.95, 0.99)
 #: The matchmaking production ran before duel lengths, resting and budgets.
-TODAY = MatchmakingPolicy(placement_matches=10, settle_probability=0.0, settle_sigma=0.0, daily_duels=0)
+TODAY = MatchmakingPolicy(placement_matches=10, rests=False, daily_duels=0)
 
 
 def policy_planner(rater: Rater, policy: MatchmakingPolicy) -> Planner:
     """Matchmaking by ``plan_duels`` with ``policy``."""
 
-    def plan(cands: list[Candidate], batch: int, rng: random.Random, now: datetime) -> list[PlannedDuel]:
-        return plan_duels(cands, batch, rater, rng, now, policy)
+    def plan(
+        cands: list[Candidate], batch: int, rng: random.Random, now: datetime, settled=None
+    ) -> list[PlannedDuel]:
+        return plan_duels(cands, batch, rater, rng, now, policy, settled)
 
     return plan
 
@@ -98,13 +101,17 @@ def round_robin(n: int, seed: int) -> Planner:
 
     it = schedule()
 
-    def plan(cands: list[Candidate], batch: int, rng: random.Random, now: datetime) -> list[PlannedDuel]:
+    def plan(
+        cands: list[Candidate], batch: int, rng: random.Random, now: datetime, settled=None
+    ) -> list[PlannedDuel]:
         return [PlannedDuel(*next(it)) for _ in range(batch)]
 
     return plan
 
 
-def random_pairs(cands: list[Candidate], batch: int, rng: random.Random, now: datetime) -> list[PlannedDuel]:
+def random_pairs(
+    cands: list[Candidate], batch: int, rng: random.Random, now: datetime, settled=None
+) -> list[PlannedDuel]:
     """Disjoint uniformly random pairs among the competitors without a duel in flight."""
     free = [c.id for c in cands if c.in_flight == 0]
     chosen = rng.sample(free, 2 * min(batch, len(free) // 2))
@@ -141,11 +148,20 @@ def first_reaching(curve: dict[float, float], target: float) -> float | None:
     return hit
 
 
+def queue_target() -> int:
+    """``ladder_queue_target()`` for one game served by one worker of ``WORKER_CONCURRENCY`` slots (without
+    ``TM_LADDER_QUEUE_TARGET`` production reads the live workers' slots from the database)."""
+    if getattr(settings, "TM_LADDER_QUEUE_TARGET", None) is not None:
+        return ladder_queue_target()
+    factor = float(getattr(settings, "TM_LADDER_SLOT_FACTOR", 2.0))
+    return math.ceil(factor * settings.CELERY_WORKER_CONCURRENCY)
+
+
 def production_setup(matches_per_duel: int, cost: DuelCost) -> LadderSetup:
     """Workers, queue target and matchmaking interval from the settings."""
     return LadderSetup(
         workers=settings.CELERY_WORKER_CONCURRENCY,
-        queue_target=ladder_queue_target(),
+        queue_target=queue_target(),
         matchmake_interval_s=settings.TM_MATCHMAKE_INTERVAL_SECONDS,
         default_matches=matches_per_duel,
         cost=cost,
@@ -190,8 +206,8 @@ def run_league(
         f"{time.perf_counter() - t0:.0f} s ==="
     )
     print(
-        f"ours: lengths {policy.duel_lengths[0]}-{policy.duel_lengths[-1]}, settled when P(wrong order) < "
-        f"{policy.settle_probability} or both sigma < {policy.settle_sigma}, daily budget "
+        f"ours: lengths {policy.duel_lengths[0]}-{policy.duel_lengths[-1]}, settled by the Bradley-Terry "
+        f"fit's difference intervals, daily budget "
         f"{policy.daily_duels or 'none'}"
     )
     print("pairs ordered right by mu - 3 sigma: mean (worst seed)")

@@ -430,8 +430,9 @@ TM_DUEL_FIXED_SECONDS = env_float("TM_DUEL_FIXED_SECONDS", 0.5, minimum=0.0)
 TM_DUEL_MATCH_SECONDS = env_float("TM_DUEL_MATCH_SECONDS", 0.05, minimum=0.001)
 TM_MIN_DUEL_MATCHES = env_int("TM_MIN_DUEL_MATCHES", 2, minimum=1)
 TM_MAX_DUEL_MATCHES = env_int("TM_MAX_DUEL_MATCHES", 0, minimum=0)
-TM_SETTLED_PROBABILITY = env_float("TM_SETTLED_PROBABILITY", 0.01, minimum=0.0, maximum=0.49)
-TM_SETTLED_SIGMA = env_float("TM_SETTLED_SIGMA", 0.5, minimum=0.0)
+# A pair is settled (not replayed) when the Bradley-Terry fit's 95 % interval of its strength difference
+# excludes 0 or lies within +-TM_TIE_MARGIN (log-strength; 0.2 = an expected score within 0.45-0.55).
+TM_TIE_MARGIN = env_float("TM_TIE_MARGIN", 0.2, minimum=0.0)
 TM_DAILY_DUELS = env_int("TM_DAILY_DUELS", 200, minimum=0)
 # The leaderboard marks a rating "provisional" while its sigma is above this (tournament_manager/leaderboard).
 TM_PROVISIONAL_SIGMA = env_float("TM_PROVISIONAL_SIGMA", 2.0, minimum=0.0)

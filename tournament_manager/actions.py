@@ -288,8 +288,9 @@ def duel_cost() -> DuelCost:
 
 def ladder_policy(matches_per_duel: int | None = None, cost: DuelCost | None = None) -> MatchmakingPolicy:
     """The matchmaking policy from settings ``TM_PLACEMENT_MATCHES``, ``TM_RANDOM_SHARE``, ``TM_NEIGHBOURS``,
-    ``TM_MAX_IN_FLIGHT``, ``TM_IDLE_AFTER_SECONDS``, ``TM_SETTLED_PROBABILITY``, ``TM_SETTLED_SIGMA`` and
-    ``TM_DAILY_DUELS`` (defaults: :class:`MatchmakingPolicy`'s). With the game's ``matches_per_duel``, duel
+    ``TM_MAX_IN_FLIGHT``, ``TM_IDLE_AFTER_SECONDS`` and ``TM_DAILY_DUELS`` (defaults:
+    :class:`MatchmakingPolicy`'s; settled pairs are the stored fit's, see :func:`matchmake`). With the game's
+    ``matches_per_duel``, duel
     lengths are chosen per pairing among the even numbers from ``TM_MIN_DUEL_MATCHES`` to
     ``TM_MAX_DUEL_MATCHES`` (0: ``DUEL_LENGTH_FACTOR`` x ``matches_per_duel``) with the cost model
     ``cost`` (default :func:`duel_cost`)."""
@@ -308,8 +309,6 @@ def ladder_policy(matches_per_duel: int | None = None, cost: DuelCost | None = N
         ),
         cost=(cost or duel_cost()) if lengths else None,
         duel_lengths=lengths,
-        settle_probability=getattr(settings, "TM_SETTLED_PROBABILITY", default.settle_probability),
-        settle_sigma=getattr(settings, "TM_SETTLED_SIGMA", default.settle_sigma),
         daily_duels=getattr(settings, "TM_DAILY_DUELS", default.daily_duels),
     )
 
@@ -400,7 +399,9 @@ def matchmake(
         cands = ladder_candidates(environment_id, rater)
         revision_of = {c.id: rev for c, rev in cands}
         policy = ladder_policy(env.matches_per_duel)
-        planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, timezone.now(), policy)
+        fit = tie_fit.stored_fit(environment_id)  # settled pairs: the Bradley-Terry fit's verdicts
+        settled = fit.is_settled if fit is not None else None
+        planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, timezone.now(), policy, settled)
         for duel in planned:
             first, second = (duel.a, duel.b) if rng.random() < 0.5 else (duel.b, duel.a)
             created.append(

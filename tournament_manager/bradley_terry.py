@@ -74,6 +74,9 @@ class BTFit:
     iterations: int
     #: How the intervals were made: ``"bootstrap"``, ``"linearised"`` (its many-games limit) or ``"none"``.
     method: str = "bootstrap"
+    #: The bootstrap refits, shape (replicates, n), when asked for (``keep_replicates``): intervals of any
+    #: difference ``theta_a - theta_b`` come from them (:mod:`tournament_manager.settled`).
+    replicates: np.ndarray | None = None
 
 
 def _aggregate(n: int, i: np.ndarray, j: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -257,8 +260,12 @@ def _bootstrap(
     prior_games: float,
     tol: float,
     max_iter: int,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Log-strengths of ``replicates`` Poisson-bootstrap refits, shape (replicates, n).
+
+    With ``weights`` (one per pair) each redrawn count is multiplied by its pair's weight, as in the
+    point fit: the raw results are what is resampled, the weighting is part of the estimator.
 
     Each non-empty (pair, outcome) cell's count ``c`` is redrawn as Poisson(``c``) (the Poisson bootstrap:
     the same limit as resampling the results with replacement, but cells are independent, so no raw
@@ -279,6 +286,8 @@ def _bootstrap(
     for start in range(0, replicates, chunk):
         b = min(chunk, replicates - start)
         draws = rng.poisson(counts, size=(b, cells.size)).astype(np.float64)
+        if weights is not None:
+            draws *= weights[cell_pair][None, :]
         flat = (np.arange(b)[:, None] * n_pairs + cell_pair).ravel()
         games = np.bincount(flat, draws.ravel(), b * n_pairs).reshape(b, n_pairs)
         wins = np.bincount(flat, (draws * score).ravel(), b * n_pairs).reshape(b, n_pairs)
@@ -306,6 +315,7 @@ def _linearised_variance(
     system: _DenseSystem | _SparseSystem,
     draws: int,
     seed: int,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Variance of each log-strength under the linearised (one-step) Poisson bootstrap, in closed form.
 
@@ -326,6 +336,8 @@ def _linearised_variance(
     prob = 1.0 / (1.0 + np.exp(theta[pj] - theta[pi]))
     scores = np.array([0.0, 0.5, 1.0])
     weight = np.sum(table * (scores[None, :] - prob[:, None]) ** 2, axis=1)
+    if weights is not None:
+        weight = weight * weights**2  # a pair's score is its weight times its raw results'
     if isinstance(system, _DenseSystem):
         meat = _hessian(n, pi, pj, weight, np.zeros(n))
         inverse = system.solve(np.eye(n))
@@ -362,8 +374,15 @@ def fit_pair_counts(
     max_iter: int = 100,
     max_bootstrap_cells: int = MAX_BOOTSTRAP_CELLS,
     dense_max_competitors: int = DENSE_MAX_COMPETITORS,
+    weights: np.ndarray | None = None,
+    keep_replicates: bool = False,
 ) -> BTFit:
     """Fit Bradley-Terry log-strengths of competitors ``0..n-1`` from pair counts.
+
+    ``weights`` (one per pair, > 0): each pair's results count that many times in the likelihood
+    (:func:`pair_weights` makes every pair that played count the same, whatever the schedule); the
+    bootstrap resamples the raw counts and applies the same weights. ``keep_replicates`` keeps the
+    bootstrap refits in ``BTFit.replicates``.
 
     ``pairs`` is (P, 2) with ``pairs[k, 0] < pairs[k, 1]``; ``table`` is (P, 3): the losses, draws and
     wins of the low index against the high one (see :func:`aggregate_results`). The cost depends on the
@@ -387,6 +406,10 @@ def fit_pair_counts(
         raise ValueError("counts must be >= 0")
     if prior_games <= 0:
         raise ValueError("prior_games must be > 0 (it keeps undefeated competitors finite)")
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if weights.shape[0] != pairs.shape[0] or np.any(weights <= 0) or not np.all(np.isfinite(weights)):
+            raise ValueError("weights must be one finite number > 0 per pair")
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_pair_counts(
             n,
@@ -399,6 +422,8 @@ def fit_pair_counts(
             max_iter,
             max_bootstrap_cells,
             n <= dense_max_competitors,
+            weights,
+            keep_replicates,
         )
 
 
@@ -413,26 +438,40 @@ def _fit_pair_counts(
     max_iter: int,
     max_bootstrap_cells: int,
     dense: bool,
+    weights: np.ndarray | None = None,
+    keep_replicates: bool = False,
 ) -> BTFit:
-    games = table.sum(axis=1)
-    wins = table[:, 2] + 0.5 * table[:, 1]
+    weighted = table if weights is None else table * weights[:, None]
+    games = weighted.sum(axis=1)
+    wins = weighted[:, 2] + 0.5 * weighted[:, 1]
     theta, system, iterations = _point_fit(n, pairs, wins, games, prior_games, tol, max_iter, dense)
     lower, upper = theta.copy(), theta.copy()
     m = int(np.rint(table.sum()))
     method = "none"
+    replicates = None
     if bootstrap > 0 and m > 0:
         if bootstrap * np.count_nonzero(table) <= max_bootstrap_cells:
             boot = _bootstrap(
-                n, pairs, table, theta, system, bootstrap, seed, prior_games, tol * 100, max_iter
+                n, pairs, table, theta, system, bootstrap, seed, prior_games, tol * 100, max_iter, weights
             )
+            replicates = boot if keep_replicates else None
             lower, upper = np.percentile(boot, [2.5, 97.5], axis=0)
             lower, upper = np.minimum(lower, theta), np.maximum(upper, theta)
             method = "bootstrap"
         else:
-            half = Z_95 * np.sqrt(_linearised_variance(n, pairs, table, theta, system, bootstrap, seed))
+            variance = _linearised_variance(n, pairs, table, theta, system, bootstrap, seed, weights)
+            half = Z_95 * np.sqrt(variance)
             lower, upper = theta - half, theta + half
             method = "linearised"
-    return BTFit(theta=theta, lower=lower, upper=upper, n_results=m, iterations=iterations, method=method)
+    return BTFit(
+        theta=theta,
+        lower=lower,
+        upper=upper,
+        n_results=m,
+        iterations=iterations,
+        method=method,
+        replicates=replicates,
+    )
 
 
 def fit(
@@ -469,6 +508,22 @@ def fit(
         max_bootstrap_cells=max_bootstrap_cells,
         dense_max_competitors=dense_max_competitors,
     )
+
+
+def pair_weights(table: np.ndarray) -> np.ndarray:
+    """Inverse-sampling weights: every pair that played counts as much as the average pair.
+
+    Pair ``k``'s weight is ``mean games per pair / games of pair k``, so the weighted fit solves, for
+    every competitor, "its score against each opponent it met, averaged with equal weight per opponent,
+    equals the model's": the round robin's Bradley-Terry fit when every pair has played, whatever the
+    schedule spent on each (a ladder replays its close neighbours far more often than anyone else).
+    """
+    games = np.asarray(table, dtype=np.float64).reshape(-1, 3).sum(axis=1)
+    if games.size == 0:
+        return games
+    if np.any(games <= 0):
+        raise ValueError("every pair must have played")
+    return games.mean() / games
 
 
 def rank_with_ties(

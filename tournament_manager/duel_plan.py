@@ -1,5 +1,4 @@
-"""What a duel between two competitors is worth per worker-second, how long it should be, and when a pair
-is settled (not worth replaying).
+"""What a duel between two competitors is worth per worker-second, and how long it should be.
 
 The platform pays for worker time, and a sandboxed duel costs a fixed start/stop (containers created,
 agents ready, containers removed) plus a per-match cost (:class:`DuelCost`). A duel of ``k`` matches
@@ -16,12 +15,9 @@ peaks near ``k* = sqrt(fixed / (per_match * s^2 * I))``: uncertain pairs (large 
 short duels, close, well-known pairs longer ones, and the fixed cost is spent where it buys most.
 :func:`best_length` picks the best even length (sides swap every match) from the allowed ones.
 
-A pair is **settled** (:func:`is_settled`) when its order is known (``P(wrong order)`` below
-``settle_probability``) and the leaderboard's ``mu - 3 sigma`` shows it, or both competitors are known
-precisely (both ``sigma`` below ``settle_sigma``:
-agents of equal strength never get a confident order, and replaying them teaches nothing the
-leaderboard shows). Matchmaking does not replay settled pairs, so a league whose neighbours are all
-settled rests.
+Whether a pair is **settled** (not worth replaying) is not decided here from TrueSkill's sigma, which is
+over-confident exactly where a one-number model is wrong (intransitive pairs): it is the Bradley-Terry
+fit's verdict, :mod:`tournament_manager.settled`.
 """
 
 from __future__ import annotations
@@ -90,17 +86,6 @@ def best_length(
         raise ValueError("no duel length allowed")
     best = max(lengths, key=lambda k: (duel_value(rater, a, b, k) / cost.seconds(k), -k))
     return best, duel_value(rater, a, b, best) / cost.seconds(best)
-
-
-def is_settled(a: Skill, b: Skill, settle_probability: float, settle_sigma: float) -> bool:
-    """Whether replaying ``a`` against ``b`` is not worth a duel (see the module docstring). A known
-    order settles the pair only once the leaderboard's order (``mu - 3 sigma``) shows it: until then more
-    results shrink the newer one's sigma."""
-    if a.sigma < settle_sigma and b.sigma < settle_sigma:
-        return True
-    if (a.mu - b.mu) * (a.conservative - b.conservative) < 0:
-        return False
-    return wrong_order_probability(a, b) < settle_probability
 
 
 def even_lengths(low: int, high: int) -> tuple[int, ...]:

@@ -6,7 +6,10 @@ What it reproduces: matchmaking runs every ``matchmake_interval_s`` and tops the
 ``cost.seconds(k)`` (:class:`~tournament_manager.duel_plan.DuelCost`) and its matches alternate the first
 move (the referee's rule), are rated one by one when the duel finishes (a match lost to an error teaches
 nothing but was paid for), and the competitors' ``in_flight``, ``last_played_at`` and duels of the last
-24 hours are what matchmaking sees. Worker-seconds are counted when a duel finishes.
+24 hours are what matchmaking sees. Worker-seconds are counted when a duel finishes. The results are also
+kept as a pair table (what ``PairRecord`` holds), refitted by the leaderboard's Bradley-Terry fit
+(:func:`tournament_manager.settled.fit_table`) at most every ``fit_every_s`` (production: the tie fit's
+debounce ``TM_TIE_FIT_DELAY_SECONDS``), and matchmaking gets that fit's settled pairs.
 
 The league is anything with ``n_agents``, ``play(first, second) -> 1.0 | 0.5 | 0.0 | None`` and
 ``pairs_correct(scores)`` (:class:`~tournament_manager.simulation.SimulatedLeague`,
@@ -23,15 +26,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+import numpy as np
+
 from tournament_manager.duel_plan import DuelCost
 from tournament_manager.matchmaking import Candidate, PlannedDuel
 from tournament_manager.rating import Rater, Skill
+from tournament_manager.settled import TIE_MARGIN, PairFit, fit_table
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 DAY_S = 86_400.0
 
-#: (candidates, batch size, rng, now) -> duels to queue.
-Planner = Callable[[list[Candidate], int, random.Random, datetime], list[PlannedDuel]]
+#: (candidates, batch size, rng, now, settled pairs or None) -> duels to queue.
+Planner = Callable[
+    [list[Candidate], int, random.Random, datetime, Callable[[int, int], bool] | None], list[PlannedDuel]
+]
 
 
 class League(Protocol):
@@ -54,6 +62,10 @@ class LadderSetup:
     matchmake_interval_s: float
     default_matches: int
     cost: DuelCost
+    #: The leaderboard's fit is refreshed at most this often (simulated seconds); None: never fitted.
+    fit_every_s: float | None = 60.0
+    fit_bootstrap: int = 100
+    tie_margin: float = TIE_MARGIN
 
 
 @dataclass
@@ -93,6 +105,12 @@ class LadderSimulation:
         self._free = setup.workers
         self._next_matchmake = 0.0
         self._seq = 0
+        #: (low, high) -> [low's losses, draws, wins]: the pair table the leaderboard fits.
+        self.table: dict[tuple[int, int], list[int]] = {}
+        self.fit: PairFit | None = None
+        self._fit_at = -float("inf")
+        self._fit_results = 0
+        self.results = 0
 
     def add(self, agent: int) -> None:
         """``agent`` joins the ladder (at the rater's initial skill)."""
@@ -120,12 +138,38 @@ class LadderSimulation:
             out.append(Candidate(i, a.skill, a.matches, last, a.in_flight, duels_today=len(a.recent)))
         return out
 
+    def current_fit(self, bootstrap: int | None = None, keep_replicates: bool = False) -> PairFit:
+        """The leaderboard's fit of every result so far (ids are the agents)."""
+        keys = sorted(self.table)
+        ids = sorted({i for k in keys for i in k})
+        index = {c: x for x, c in enumerate(ids)}
+        pairs = np.array([(index[a], index[b]) for a, b in keys], dtype=np.int64).reshape(-1, 2)
+        table = np.array([self.table[k] for k in keys], dtype=np.float64).reshape(-1, 3)
+        return fit_table(
+            ids,
+            pairs,
+            table,
+            seed=self._seq,
+            bootstrap=self.setup.fit_bootstrap if bootstrap is None else bootstrap,
+            margin=self.setup.tie_margin,
+            keep_replicates=keep_replicates,
+        )
+
+    def _refit(self) -> None:
+        every = self.setup.fit_every_s
+        if every is None or self.results == self._fit_results or self.now_s - self._fit_at < every:
+            return
+        self.fit = self.current_fit()
+        self._fit_at, self._fit_results = self.now_s, self.results
+
     def _matchmake(self) -> None:
         busy = len(self._queue) + len(self._running)
         batch = max(0, self.setup.queue_target - busy)
         if batch:
+            self._refit()
             now = START + timedelta(seconds=self.now_s)
-            for duel in self.planner(self._candidates(), batch, self.rng, now):
+            settled = self.fit.is_settled if self.fit is not None else None
+            for duel in self.planner(self._candidates(), batch, self.rng, now, settled):
                 a, b = (duel.a, duel.b) if self.rng.random() < 0.5 else (duel.b, duel.a)
                 k = duel.matches or self.setup.default_matches
                 self._queue.append((a, b, k))
@@ -156,6 +200,9 @@ class LadderSimulation:
             if first != a:
                 outcome = 1.0 - outcome
             sa.skill, sb.skill = self.rater.rate(sa.skill, sb.skill, outcome)
+            low_outcome = outcome if a < b else 1.0 - outcome
+            self.table.setdefault((min(a, b), max(a, b)), [0, 0, 0])[round(low_outcome * 2)] += 1
+            self.results += 1
             sa.matches += 1
             sb.matches += 1
         for s in (sa, sb):

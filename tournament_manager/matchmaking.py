@@ -18,10 +18,12 @@
 
 With a cost model (``policy.cost``, :mod:`tournament_manager.duel_plan`) :func:`plan_duels` also chooses
 each duel's length from ``policy.duel_lengths`` and pass 3 ranks pairs by expected ordering doubt
-removed per worker-second instead of by doubt. **Resting** (``settle_probability`` / ``settle_sigma``):
-settled pairs are not replayed, the idle pass serves only competitors with an unsettled neighbour, and
-free slots are left empty instead of being filled with random pairs, so a league that knows its order
-stops playing. **Daily budget** (``daily_duels``): a competitor that played that many duels in the
+removed per worker-second instead of by doubt. **Resting** (``policy.rests`` and a ``settled`` test,
+in production the stored Bradley-Terry fit's, :mod:`tournament_manager.settled`: the pair's difference
+interval excludes 0 or lies within the tie margin, never TrueSkill's sigma): settled pairs are not
+replayed, the idle pass serves only competitors with an unsettled neighbour, and free slots are left
+empty instead of being filled with random pairs, so a league that knows its order stops playing.
+**Daily budget** (``daily_duels``): a competitor that played that many duels in the
 last 24 hours is only used as a placement opponent (new revisions first).
 
 Measured on the TrueSkill/Dask article's game (``benchmarks/bench_rating_quality.py``, 64 agents, 10
@@ -38,11 +40,11 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tournament_manager.duel_plan import DuelCost, best_length, is_settled
+from tournament_manager.duel_plan import DuelCost, best_length
 from tournament_manager.rating import Rater, Skill
 
 
@@ -90,17 +92,10 @@ class MatchmakingPolicy:
     cost: DuelCost | None = None
     #: Allowed duel lengths with a cost model (even numbers); empty: the game's ``matches_per_duel``.
     duel_lengths: tuple[int, ...] = ()
-    #: A pair whose P(wrong order) is below this is settled and not replayed (0: never).
-    settle_probability: float = 0.01
-    #: A pair whose two sigmas are both below this is settled and not replayed (0: never).
-    settle_sigma: float = 0.5
+    #: Settled pairs (``plan_duels``' ``settled`` test) are not replayed and free slots stay empty.
+    rests: bool = True
     #: Ladder duels a competitor may play per 24 hours outside placement opponents' duty (0: no limit).
     daily_duels: int = 200
-
-    @property
-    def rests(self) -> bool:
-        """Whether settled pairs are left alone."""
-        return self.settle_probability > 0.0 or self.settle_sigma > 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.random_share <= 1.0:
@@ -109,10 +104,8 @@ class MatchmakingPolicy:
             raise ValueError(f"max_in_flight must be >= 1, got {self.max_in_flight}")
         if self.neighbours < 1:
             raise ValueError(f"neighbours must be >= 1, got {self.neighbours}")
-        if not 0.0 <= self.settle_probability < 0.5:
-            raise ValueError(f"settle_probability must be in [0, 0.5), got {self.settle_probability}")
-        if self.settle_sigma < 0.0 or self.daily_duels < 0:
-            raise ValueError("settle_sigma and daily_duels must be >= 0")
+        if self.daily_duels < 0:
+            raise ValueError("daily_duels must be >= 0")
         if any(k < 1 for k in self.duel_lengths):
             raise ValueError(f"duel lengths must be >= 1, got {self.duel_lengths}")
 
@@ -159,9 +152,10 @@ def choose_pairs(
     rng: random.Random,
     now: datetime,
     policy: MatchmakingPolicy = DEFAULT_POLICY,
+    settled: Callable[[Hashable, Hashable], bool] | None = None,
 ) -> list[tuple[Hashable, Hashable]]:
     """Up to ``batch_size`` disjoint pairs ``(id_a, id_b)`` to schedule next (see the module docstring)."""
-    return [(d.a, d.b) for d in plan_duels(candidates, batch_size, rater, rng, now, policy)]
+    return [(d.a, d.b) for d in plan_duels(candidates, batch_size, rater, rng, now, policy, settled)]
 
 
 def plan_duels(
@@ -171,8 +165,13 @@ def plan_duels(
     rng: random.Random,
     now: datetime,
     policy: MatchmakingPolicy = DEFAULT_POLICY,
+    settled: Callable[[Hashable, Hashable], bool] | None = None,
 ) -> list[PlannedDuel]:
-    """Up to ``batch_size`` disjoint duels to schedule next, with their lengths (module docstring)."""
+    """Up to ``batch_size`` disjoint duels to schedule next, with their lengths (module docstring).
+
+    ``settled(id_a, id_b)``: whether the pair's order or tie is known (production: the stored
+    Bradley-Terry fit's verdict, :meth:`tournament_manager.tie_fit.TieFit.is_settled`); None: no pair is.
+    """
     if batch_size < 0:
         raise ValueError(f"batch_size must be >= 0, got {batch_size}")
     ids = [c.id for c in candidates]
@@ -192,8 +191,8 @@ def plan_duels(
     def length(a: Skill, b: Skill) -> int | None:
         return best_length(rater, a, b, cost, policy.duel_lengths)[0] if cost else None
 
-    def settled(a: Skill, b: Skill) -> bool:
-        return policy.rests and is_settled(a, b, policy.settle_probability, policy.settle_sigma)
+    def is_settled(a: Candidate, b: Candidate) -> bool:
+        return policy.rests and settled is not None and settled(a.id, b.id)
 
     def twins(a: Candidate, b: Candidate) -> bool:
         return a.code is not None and a.code == b.code
@@ -221,7 +220,7 @@ def plan_duels(
         del pool[cid]
     by_mu = sorted(pool.values(), key=lambda c: (c.skill.mu, rng.random()))
     neighbour_pairs = [(a, b) for x, a in enumerate(by_mu) for b in by_mu[x + 1 : x + 1 + policy.neighbours]]
-    open_pairs = [(a, b) for a, b in neighbour_pairs if not twins(a, b) and not settled(a.skill, b.skill)]
+    open_pairs = [(a, b) for a, b in neighbour_pairs if not twins(a, b) and not is_settled(a, b)]
     unsettled = {c.id for pair in open_pairs for c in pair}
 
     # 2. Idle competitors, longest idle first (never played counts as idle forever); resting leagues
@@ -237,9 +236,7 @@ def plan_duels(
         if full():
             return pairs
         if c.id in pool:
-            others = [
-                o for o in pool.values() if o.id != c.id and not twins(c, o) and not settled(c.skill, o.skill)
-            ]
+            others = [o for o in pool.values() if o.id != c.id and not twins(c, o) and not is_settled(c, o)]
             if others:
                 add(c, max(others, key=lambda o: informativeness(rater, c.skill, o.skill)))
 
@@ -269,6 +266,6 @@ def plan_duels(
     if n_random:
         chosen = rng.sample(list(pool), 2 * n_random)
         for a, b in zip(chosen[0::2], chosen[1::2], strict=True):
-            if not twins(pool[a], pool[b]) and not settled(pool[a].skill, pool[b].skill):
+            if not twins(pool[a], pool[b]) and not is_settled(pool[a], pool[b]):
                 add(pool[a], pool[b])
     return pairs

@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,13 +42,14 @@ from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from core.models import Duel, Environment, Match, PairRecord, Rating
-from tournament_manager.bradley_terry import fit_pair_counts
+from tournament_manager.settled import TIE_MARGIN, is_settled
+from tournament_manager.settled import fit_table as settled_fit
 
 log = logging.getLogger(__name__)
 
 TASK_NAME = "tournament_manager.refresh_tie_fit"
 RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
-_FORMAT = 1
+_FORMAT = 2
 R = Match.Result
 #: Results won by player 1 / player 2: a player's own error is its loss; OTHER_ERROR counts for nothing.
 _P1_WINS = (R.PLAYER_1_WIN, R.PLAYER_2_ERROR)
@@ -65,6 +66,16 @@ class TieFit:
     computed_at: datetime
     n_results: int
     method: str
+    #: Settled pairs ``(a, b)`` -> ``"order"`` or ``"tie"`` (:mod:`tournament_manager.settled`).
+    settled: dict[tuple[int, int], str] = field(default_factory=dict)
+    #: The tie margin (log-strength) the verdicts used.
+    margin: float = TIE_MARGIN
+    #: Whether every pair was checked (else far pairs fall back to the competitors' own intervals).
+    checked_all: bool = True
+
+    def is_settled(self, a: int, b: int) -> bool:
+        """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
+        return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict (the stored form)."""
@@ -75,6 +86,9 @@ class TieFit:
             "n_results": self.n_results,
             "method": self.method,
             "intervals": {str(c): list(v) for c, v in self.intervals.items()},
+            "settled": [[a, b, v] for (a, b), v in self.settled.items()],
+            "margin": self.margin,
+            "checked_all": self.checked_all,
         }
 
     @classmethod
@@ -89,6 +103,9 @@ class TieFit:
             computed_at=datetime.fromisoformat(data["computed_at"]),
             n_results=int(data["n_results"]),
             method=str(data["method"]),
+            settled={(int(a), int(b)): str(v) for a, b, v in data["settled"]},
+            margin=float(data["margin"]),
+            checked_all=bool(data["checked_all"]),
         )
 
 
@@ -238,21 +255,32 @@ def compute(environment_id: int) -> TieFit:
         "m"
     ]
     ids, pairs, table = pair_counts(environment_id)
-    intervals: dict[int, tuple[float, float, float]] = {}
-    method, n_results = "none", 0
-    if ids:
-        bt = fit_pair_counts(
-            len(ids),
-            pairs,
-            table,
-            bootstrap=int(_setting("TM_TIE_FIT_BOOTSTRAP", 100)),
-            seed=environment_id,
-        )
-        intervals = {
-            c: (float(bt.theta[k]), float(bt.lower[k]), float(bt.upper[k])) for k, c in enumerate(ids)
-        }
-        method, n_results = bt.method, bt.n_results
-    return TieFit(intervals, rated_until, timezone.now(), n_results, method)
+    return fit_table(ids, pairs, table, rated_until, environment_id)
+
+
+def tie_margin() -> float:
+    """``TM_TIE_MARGIN``: two competitors whose strengths surely differ by less are settled as tied."""
+    return _setting("TM_TIE_MARGIN", TIE_MARGIN)
+
+
+def fit_table(
+    ids: list[Any], pairs: np.ndarray, table: np.ndarray, rated_until: datetime | None = None, seed: int = 0
+) -> TieFit:
+    """The leaderboard's fit of a pair table (:func:`tournament_manager.settled.fit_table`: every pair
+    that played weighted the same, bootstrap intervals, settled pairs) with the settings' bootstrap size
+    and tie margin."""
+    bootstrap = int(_setting("TM_TIE_FIT_BOOTSTRAP", 100))
+    fit = settled_fit(ids, pairs, table, seed=seed, bootstrap=bootstrap, margin=tie_margin())
+    return TieFit(
+        fit.intervals,
+        rated_until,
+        timezone.now(),
+        fit.n_results,
+        fit.method,
+        fit.settled,
+        fit.margin,
+        fit.checked_all,
+    )
 
 
 def store(environment_id: int, tie_fit: TieFit) -> None:

@@ -34,7 +34,6 @@ def test_ladder_duels_get_their_length_from_the_cost_model(hidden_env, make_comp
 def test_the_daily_budget_counts_finished_and_running_ladder_duels(hidden_env, make_competitor, settings):
     settings.TM_DAILY_DUELS = 2
     settings.TM_PLACEMENT_MATCHES = 0
-    settings.TM_SETTLED_PROBABILITY = settings.TM_SETTLED_SIGMA = 0.0
     a, b, c, d = (make_competitor() for _ in range(4))
     play(a, b, [W1, W2])
     play(a, c, [W1, W2])
@@ -51,18 +50,26 @@ def test_the_daily_budget_counts_finished_and_running_ladder_duels(hidden_env, m
 
 
 def test_a_settled_ladder_schedules_nothing(hidden_env, make_competitor, settings):
-    settings.TM_SETTLED_PROBABILITY, settings.TM_SETTLED_SIGMA = 0.02, 1.0
+    """Settled means the stored Bradley-Terry fit says so, never TrueSkill's sigma: four agents that
+    always draw keep playing until the fit has seen it, then rest (every pair a tie within the margin)."""
     settings.TM_PLACEMENT_MATCHES = 10
+    settings.TM_TIE_MARGIN = 0.2
     bots = [make_competitor() for _ in range(4)]
     for i, bot in enumerate(bots):
-        play(bot, bots[(i + 1) % 4], [W1])  # a rating row with a last revision for each
+        play(bot, bots[(i + 1) % 4], ["DRAW"] * 30)
+    from tournament_manager import tie_fit
     from tournament_manager.actions import rate_pending_duels
 
     rate_pending_duels(hidden_env.pk)
-    Rating.objects.filter(environment=hidden_env).update(matches=100)
-    for i, bot in enumerate(bots):
-        Rating.objects.filter(environment=hidden_env, competitor=bot).update(mu=10.0 + 10 * i, sigma=0.8)
+    # TrueSkill is sure of them (sigma 0.3): the old rule rested here. Without a fit nothing is settled.
+    Rating.objects.filter(environment=hidden_env).update(matches=100, sigma=0.3)
+    assert tie_fit.stored_fit(hidden_env.pk) is None
+    assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2
+    Duel.objects.filter(state=Duel.State.QUEUED).delete()
+    fit = tie_fit.refresh(hidden_env.pk)
+    assert fit.settled == {(a.pk, b.pk): "tie" for a in bots for b in bots if a.pk < b.pk}
     assert matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4) == []
-    # Today's policy (no resting) would have played them.
-    settings.TM_SETTLED_PROBABILITY = settings.TM_SETTLED_SIGMA = 0.0
+    # A margin of 0 only rests on a known order: the draws settle nothing.
+    settings.TM_TIE_MARGIN = 0.0
+    tie_fit.refresh(hidden_env.pk)
     assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2

@@ -12,7 +12,6 @@ from tournament_manager.duel_plan import (
     best_length,
     duel_value,
     even_lengths,
-    is_settled,
     match_information,
 )
 from tournament_manager.ladder_sim import LadderSetup, LadderSimulation
@@ -26,7 +25,7 @@ RATER = TrueSkillRater()
 LENGTHS = even_lengths(2, 40)
 WARM = DuelCost(fixed_s=0.3, per_match_s=0.05)
 POLICY = MatchmakingPolicy(cost=WARM, duel_lengths=LENGTHS, placement_matches=0)
-TODAY = MatchmakingPolicy(settle_probability=0.0, settle_sigma=0.0, daily_duels=0, placement_matches=0)
+TODAY = MatchmakingPolicy(rests=False, daily_duels=0, placement_matches=0)
 
 
 def veteran(cid: int, mu: float, sigma: float, **kw) -> Candidate:
@@ -81,35 +80,36 @@ def test_planned_duels_carry_their_length():
 # --- settled pairs and resting ------------------------------------------------------------------------------
 
 
-def test_settled_pairs():
-    assert is_settled(Skill(40, 2.0), Skill(20, 2.0), 0.02, 1.0)  # order known
-    assert is_settled(Skill(25, 0.8), Skill(25.1, 0.9), 0.02, 1.0)  # both known precisely, order a coin flip
-    assert not is_settled(Skill(25, 3.0), Skill(26, 3.0), 0.02, 1.0)
-    assert not is_settled(Skill(25, 0.8), Skill(25.1, 3.0), 0.02, 1.0)  # one of them is still uncertain
-    # The order by mu is known (P(wrong) 0.024), but the leaderboard's mu - 3 sigma still shows it reversed.
-    assert not is_settled(Skill(30, 4.0), Skill(22, 0.5), 0.05, 1.0)
-    assert is_settled(Skill(30, 2.0), Skill(22, 0.5), 0.05, 1.0)
-
-
 def test_a_settled_league_rests_even_when_everyone_is_idle():
-    settled = [veteran(i, mu=10.0 + 5 * i, sigma=0.9) for i in range(10)]
-    assert plan_duels(settled, 5, RATER, random.Random(1), NOW, POLICY) == []
+    cands = [veteran(i, mu=10.0 + 5 * i, sigma=0.9) for i in range(10)]
+    everything = lambda a, b: True  # noqa: E731 - the fit's verdict: every pair settled
+    assert plan_duels(cands, 5, RATER, random.Random(1), NOW, POLICY, everything) == []
     # The previous policy plays them anyway: idle service, then neighbours, then random fill.
-    assert len(plan_duels(settled, 5, RATER, random.Random(1), NOW, TODAY)) == 5
-    # One uncertain competitor among them wakes up only its own unsettled pairs.
-    woken = [*settled[:9], veteran(9, mu=31.0, sigma=4.0)]
-    planned = plan_duels(woken, 5, RATER, random.Random(1), NOW, POLICY)
+    assert len(plan_duels(cands, 5, RATER, random.Random(1), NOW, TODAY, everything)) == 5
+    # One competitor whose pairs are open wakes up only its own pairs.
+    open_9 = lambda a, b: 9 not in (a, b)  # noqa: E731
+    planned = plan_duels(cands, 5, RATER, random.Random(1), NOW, POLICY, open_9)
     assert len(planned) == 1 and 9 in (planned[0].a, planned[0].b)
 
 
+def test_trueskill_sigma_alone_never_settles_a_pair():
+    """Two competitors TrueSkill knows precisely (sigma 0.3) at the same mu: without a fit saying their
+    order or their tie is known, they keep playing (the old rule rested them on sigma)."""
+    cands = [veteran(0, mu=25.0, sigma=0.3), veteran(1, mu=25.05, sigma=0.3)]
+    planned = plan_duels(cands, 1, RATER, random.Random(1), NOW, POLICY)
+    assert [{d.a, d.b} for d in planned] == [{0, 1}]
+    assert plan_duels(cands, 1, RATER, random.Random(1), NOW, POLICY, lambda a, b: True) == []
+
+
 def test_a_simulated_settled_league_plays_far_fewer_duels_per_hour_than_before():
-    """Ten agents on the production ladder's loop (simulated time): once settled, ours rests."""
+    """Ten agents on the production ladder's loop (simulated time, the Bradley-Terry fit refreshed every
+    simulated minute): once settled, ours rests."""
     setup = LadderSetup(workers=2, queue_target=4, matchmake_interval_s=10, default_matches=10, cost=WARM)
     per_hour = {}
     for name, policy in (("today", TODAY), ("ours", POLICY)):
         league = SimulatedLeague(10, seed=4, error_prob=0.0)
         sim = LadderSimulation(
-            league, RATER, lambda c, n, r, t, p=policy: plan_duels(c, n, RATER, r, t, p), setup, seed=1
+            league, RATER, lambda c, n, r, t, s, p=policy: plan_duels(c, n, RATER, r, t, p, s), setup, seed=1
         )
         sim.run(lambda s: False, max_time_s=3 * 3600)
         before = len(sim.started)
@@ -142,7 +142,7 @@ def test_the_simulation_counts_duels_of_the_last_24_hours():
     setup = LadderSetup(workers=1, queue_target=1, matchmake_interval_s=60, default_matches=2, cost=WARM)
     seen: list[int] = []
 
-    def planner(cands, n, rng, now):
+    def planner(cands, n, rng, now, settled):
         seen.append(cands[0].duels_today)
         return [PlannedDuel(0, 1)] if cands[0].in_flight == 0 else []
 

@@ -8,7 +8,7 @@ from tm_factories import play
 
 from core.actions.pair_records import rebuild_pair_records
 from core.models import Duel, PairRecord, Rating
-from tournament_manager import bradley_terry, tasks, tie_fit
+from tournament_manager import bradley_terry, settled, tasks, tie_fit
 from tournament_manager.actions import rate_pending_duels
 from tournament_manager.leaderboard import leaderboard
 
@@ -31,7 +31,7 @@ def no_fitting(monkeypatch):
     """A guard: any Bradley-Terry fit raises."""
     monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
     monkeypatch.setattr(bradley_terry, "fit", fitting_forbidden)
-    monkeypatch.setattr(tie_fit, "fit_pair_counts", fitting_forbidden)
+    monkeypatch.setattr(settled, "fit_pair_counts", fitting_forbidden)
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_the_background_fit_makes_the_tie_groups_the_leaderboard_shows(
     hidden_env, ladder, monkeypatch, django_assert_max_num_queries
 ):
     tie_fit.refresh(hidden_env.pk)
-    monkeypatch.setattr(tie_fit, "fit_pair_counts", fitting_forbidden)
+    monkeypatch.setattr(settled, "fit_pair_counts", fitting_forbidden)
     with django_assert_max_num_queries(1):
         rows = leaderboard(hidden_env)
     assert [r.competitor for r in rows][:2] == ["strong", "mid"]
@@ -91,7 +91,7 @@ def test_a_stale_fit_is_still_used_and_unseen_competitors_rank_alone(
     play(newcomer, ladder["twin"], [W2, W2, W2])
     rate_pending_duels(hidden_env.pk)
     assert tie_fit.is_stale(hidden_env.pk)
-    monkeypatch.setattr(tie_fit, "fit_pair_counts", fitting_forbidden)
+    monkeypatch.setattr(settled, "fit_pair_counts", fitting_forbidden)
     ranks = {r.competitor: r.rank for r in leaderboard(hidden_env)}
     assert ranks["weak"] == ranks["twin"]
     positions = {r.competitor: k for k, r in enumerate(leaderboard(hidden_env), start=1)}

@@ -141,9 +141,7 @@ def test_about_a_quarter_of_the_pairs_are_random():
     cands = [
         veteran(2 * k + t, mu=10 * k + 0.01 * t, sigma=1.0 + 0.001 * k) for k in range(40) for t in (0, 1)
     ]
-    policy = MatchmakingPolicy(
-        random_share=0.25, placement_matches=0, settle_probability=0.0, settle_sigma=0.0
-    )
+    policy = MatchmakingPolicy(random_share=0.25, placement_matches=0, rests=False)
     cross = [
         sum(a // 2 != b // 2 for a, b in choose_pairs(cands, 40, RATER, random.Random(seed), NOW, policy))
         for seed in range(40)
@@ -156,7 +154,7 @@ def test_every_competitor_gets_duels_over_a_simulated_day():
     """30 competitors, 4 workers, 10-minute duels, one newcomer at noon: nobody waits much past idle_after."""
     league = SimulatedLeague(31, seed=3, error_prob=0.1)
     # Without resting: a competitor whose pairs are all settled waits on purpose (test_tm_duel_plan.py).
-    policy = MatchmakingPolicy(idle_after=timedelta(hours=1), settle_probability=0.0, settle_sigma=0.0)
+    policy = MatchmakingPolicy(idle_after=timedelta(hours=1), rests=False)
     rng = random.Random(5)
     skills = {i: RATER.initial() for i in range(31)}
     matches = dict.fromkeys(range(31), 0)

@@ -1,0 +1,85 @@
+"""Honest "settled" and the schedule-free order: the weighted Bradley-Terry fit and its pair verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tournament_manager.bradley_terry import fit_pair_counts, pair_weights
+from tournament_manager.settled import ORDER, TIE, fit_table, is_settled, pair_verdicts, verdict
+
+
+def table_of(rows: dict[tuple[int, int], tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    keys = sorted(rows)
+    return np.array(keys, dtype=np.int64), np.array([rows[k] for k in keys], dtype=np.float64)
+
+
+def test_verdicts_of_a_difference_interval():
+    assert verdict(0.1, 0.9, 0.2) == ORDER
+    assert verdict(-0.9, -0.1, 0.2) == ORDER
+    assert verdict(-0.15, 0.19, 0.2) == TIE
+    assert verdict(0.0, 0.0, 0.2) == TIE
+    assert verdict(-0.3, 0.1, 0.2) is None
+    assert verdict(-0.1, 0.1, 0.0) is None  # no margin: only a known order settles
+    assert verdict(0.0, 0.0, 0.0) is None
+
+
+def test_two_agents_that_always_draw_are_settled_as_a_tie():
+    """The live arena's case: two identical starter agents drew all 134 matches of 14 duels."""
+    pairs, table = table_of({(0, 1): (0, 134, 0)})
+    fit = fit_table(["a", "b"], pairs, table, bootstrap=100)
+    assert fit.settled == {("a", "b"): TIE}
+    assert fit.is_settled("b", "a")
+
+
+def test_a_clear_order_settles_and_a_close_uncertain_pair_does_not():
+    # 0 beats 1 48-12; 1 and 2 split 9-11: their order is unknown, and 20 matches cannot show a tie.
+    pairs, table = table_of({(0, 1): (12, 0, 48), (1, 2): (11, 0, 9)})
+    fit = fit_table([0, 1, 2], pairs, table, bootstrap=200, seed=3)
+    assert fit.settled.get((0, 1)) == ORDER
+    assert not fit.is_settled(1, 2)
+    # A competitor the fit has not seen is never settled.
+    assert not fit.is_settled(0, 7)
+
+
+def test_the_difference_interval_is_narrower_than_the_two_intervals():
+    """The pair's own results pin its difference while both strengths move together (against a third
+    agent met 60 times each): 500 mostly drawn matches are a tie the separate intervals cannot show."""
+    pairs, table = table_of({(0, 1): (10, 480, 10), (0, 2): (30, 0, 30), (1, 2): (30, 0, 30)})
+    bt = fit_pair_counts(3, pairs, table, bootstrap=200, keep_replicates=True)
+    bound = (bt.lower[0] - bt.upper[1], bt.upper[0] - bt.lower[1])
+    assert verdict(*bound, 0.2) is None  # the separate intervals overlap too widely
+    assert pair_verdicts([0, 1, 2], bt.theta, bt.lower, bt.upper, bt.replicates, 0.2) == {(0, 1): TIE}
+
+
+def test_without_replicates_the_bound_from_both_intervals_is_used():
+    intervals = {1: (1.0, 0.8, 1.2), 2: (0.0, -0.2, 0.2), 3: (0.95, 0.7, 1.1)}
+    assert is_settled(1, 2, {}, intervals, 0.2, checked_all=False)
+    assert not is_settled(1, 3, {}, intervals, 0.2, checked_all=False)
+    # When every pair was checked with the replicates, an unlisted pair is open.
+    assert not is_settled(1, 2, {}, intervals, 0.2, checked_all=True)
+
+
+def test_the_weighted_fit_does_not_depend_on_how_often_each_pair_was_played():
+    """The same win rates, one pair replayed 50 times as often: the unweighted fit moves, the leaderboard's
+    (every pair weighted the same) is the round robin's."""
+    rates = {(0, 1): 0.7, (0, 2): 0.8, (1, 2): 0.45, (0, 3): 0.9, (1, 3): 0.4, (2, 3): 0.75}
+    even = {k: (100 * (1 - p), 0, 100 * p) for k, p in rates.items()}
+    skewed = dict(even)
+    skewed[(1, 2)] = tuple(5000 * x / 100 for x in even[(1, 2)])
+    pairs, t_even = table_of(even)
+    _, t_skewed = table_of(skewed)
+    round_robin = fit_pair_counts(4, pairs, t_even, bootstrap=0).theta
+    weighted = fit_pair_counts(4, pairs, t_skewed, bootstrap=0, weights=pair_weights(t_skewed)).theta
+    unweighted = fit_pair_counts(4, pairs, t_skewed, bootstrap=0).theta
+    # The prior (2 virtual games each) weighs a little differently against 100 or 100 * 1.0 games: ~1e-3.
+    assert np.allclose(weighted - weighted.mean(), round_robin - round_robin.mean(), atol=0.01)
+    assert not np.allclose(unweighted - unweighted.mean(), round_robin - round_robin.mean(), atol=0.05)
+
+
+def test_pair_weights():
+    assert pair_weights(np.array([[1, 0, 1], [10, 0, 10]])) == pytest.approx([5.5, 0.55])
+    with pytest.raises(ValueError):
+        pair_weights(np.array([[0, 0, 0]]))
+    with pytest.raises(ValueError):
+        fit_pair_counts(2, np.array([[0, 1]]), np.array([[1, 0, 1]]), weights=np.array([0.0]))

@@ -1,0 +1,160 @@
+"""When a pair of competitors is settled: its order, or its tie, is known from the Bradley-Terry fit.
+
+The leaderboard's order is the Bradley-Terry fit of :mod:`tournament_manager.tie_fit` (every pair that
+played weighted the same, bootstrap intervals). A pair ``a``, ``b`` is **settled** when the 95 %
+bootstrap interval of ``theta_a - theta_b`` (from the fit's replicates: the two strengths' joint
+uncertainty, not two separate intervals)
+
+- excludes 0: their order is known (``"order"``), or
+- lies within ``[-margin, margin]``: they are tied within the stated margin (``"tie"``; a margin of 0.2
+  in log-strength is an expected score between 0.45 and 0.55 between them). Two agents that always draw
+  have a difference interval of exactly 0 and are settled as a tie.
+
+Nothing else settles a pair: never TrueSkill's sigma. Matchmaking does not replay settled pairs, so a
+league whose neighbours are all settled rests.
+
+Without replicates (the linearised intervals of very large fits) the difference interval is bounded by
+the two competitors' own intervals, ``[lo_a - hi_b, hi_a - lo_b]``: wider, so it settles later, never
+wrongly earlier. Above :data:`ALL_PAIRS_MAX` competitors only pairs at most :data:`WINDOW` places apart in
+the fit's order are checked with the replicates; farther pairs use that bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tournament_manager.bradley_terry import fit_pair_counts, pair_weights
+
+#: Default tie margin (log-strength): ``TM_TIE_MARGIN``.
+TIE_MARGIN = 0.2
+#: Up to this many competitors every pair is checked with the bootstrap replicates.
+ALL_PAIRS_MAX = 300
+#: Beyond it, pairs at most this many places apart in the fit's order.
+WINDOW = 20
+ORDER, TIE = "order", "tie"
+
+
+def verdict(low: float, high: float, margin: float) -> str | None:
+    """``"order"``, ``"tie"`` or None (open) for a 95 % interval ``[low, high]`` of a difference (a
+    margin of 0: only a known order settles)."""
+    if low > 0.0 or high < 0.0:
+        return ORDER
+    if margin > 0.0 and -margin <= low and high <= margin:
+        return TIE
+    return None
+
+
+def pair_verdicts(
+    ids: Sequence[Hashable],
+    theta: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    replicates: np.ndarray | None,
+    margin: float,
+) -> dict[tuple[Hashable, Hashable], str]:
+    """Settled pairs ``(id_a, id_b)`` (in ``ids`` order, a before b) -> ``"order"`` or ``"tie"``."""
+    n = len(ids)
+    if n < 2:
+        return {}
+    theta = np.asarray(theta, dtype=np.float64)
+    if n <= ALL_PAIRS_MAX:
+        ia, ib = np.triu_indices(n, 1)
+    else:
+        order = np.argsort(-theta, kind="stable")
+        rows = [(order[x], order[y]) for x in range(n) for y in range(x + 1, min(n, x + 1 + WINDOW))]
+        ia = np.array([min(r) for r in rows])
+        ib = np.array([max(r) for r in rows])
+    if replicates is not None and len(replicates):
+        diffs = replicates[:, ia] - replicates[:, ib]
+        low, high = np.percentile(diffs, [2.5, 97.5], axis=0)
+        point = theta[ia] - theta[ib]
+        low, high = np.minimum(low, point), np.maximum(high, point)
+    else:
+        low, high = lower[ia] - upper[ib], upper[ia] - lower[ib]
+    out: dict[tuple[Hashable, Hashable], str] = {}
+    for a, b, lo, hi in zip(ia.tolist(), ib.tolist(), low.tolist(), high.tolist(), strict=True):
+        v = verdict(lo, hi, margin)
+        if v is not None:
+            out[(ids[a], ids[b])] = v
+    return out
+
+
+def is_settled(
+    a: Hashable,
+    b: Hashable,
+    verdicts: Mapping[tuple[Hashable, Hashable], str],
+    intervals: Mapping[Hashable, tuple[float, float, float]],
+    margin: float,
+    checked_all: bool,
+) -> bool:
+    """Whether ``a``/``b`` is settled by a stored fit (``verdicts`` from :func:`pair_verdicts`, the
+    competitors' ``(strength, lower, upper)``). A competitor the fit has not seen is never settled."""
+    if (a, b) in verdicts or (b, a) in verdicts:
+        return True
+    if checked_all or a not in intervals or b not in intervals:
+        return False
+    _, lo_a, hi_a = intervals[a]
+    _, lo_b, hi_b = intervals[b]
+    return verdict(lo_a - hi_b, hi_a - lo_b, margin) is not None
+
+
+@dataclass(frozen=True)
+class PairFit:
+    """The leaderboard's fit of a pair table: strengths with intervals and the settled pairs."""
+
+    #: id -> (strength, lower, upper): the weighted Bradley-Terry log-strength and its 95 % interval.
+    intervals: dict[Hashable, tuple[float, float, float]]
+    settled: dict[tuple[Hashable, Hashable], str] = field(default_factory=dict)
+    margin: float = TIE_MARGIN
+    checked_all: bool = True
+    method: str = "none"
+    n_results: int = 0
+    #: Bootstrap refits (replicates, competitors) in ``ids`` order, when kept (benchmarks).
+    replicates: np.ndarray | None = None
+    ids: tuple[Hashable, ...] = ()
+
+    def is_settled(self, a: Hashable, b: Hashable) -> bool:
+        """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
+        return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
+
+
+def fit_table(
+    ids: Sequence[Hashable],
+    pairs: np.ndarray,
+    table: np.ndarray,
+    *,
+    seed: int = 0,
+    bootstrap: int = 100,
+    margin: float = TIE_MARGIN,
+    keep_replicates: bool = False,
+) -> PairFit:
+    """Fit a pair table the leaderboard's way: Bradley-Terry with every pair that played weighted the same
+    (:func:`~tournament_manager.bradley_terry.pair_weights`: the estimate does not depend on how often the
+    schedule played each pair), bootstrap intervals, and the settled pairs (:func:`pair_verdicts`).
+    ``pairs``/``table`` as :func:`~tournament_manager.bradley_terry.fit_pair_counts` takes them."""
+    ids = list(ids)
+    if not ids:
+        return PairFit({}, margin=margin)
+    bt = fit_pair_counts(
+        len(ids),
+        pairs,
+        table,
+        bootstrap=bootstrap,
+        seed=seed,
+        weights=pair_weights(table),
+        keep_replicates=True,
+    )
+    intervals = {c: (float(bt.theta[k]), float(bt.lower[k]), float(bt.upper[k])) for k, c in enumerate(ids)}
+    return PairFit(
+        intervals,
+        pair_verdicts(ids, bt.theta, bt.lower, bt.upper, bt.replicates, margin),
+        margin,
+        len(ids) <= ALL_PAIRS_MAX,
+        bt.method,
+        bt.n_results,
+        bt.replicates if keep_replicates else None,
+        tuple(ids),
+    )
