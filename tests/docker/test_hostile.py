@@ -131,6 +131,8 @@ def _check_report(name: str, report: dict, duel: dict) -> None:
             "OPENBLAS_NUM_THREADS",
             "OMP_NUM_THREADS",
             "MKL_NUM_THREADS",
+            "ARENA_AGENT_FORMAT",  # which adapter the harness applies (docs/PROTOCOL.md): not a secret
+            "ARENA_GAME",
         }
     elif name == "fd_exhaustion":
         assert report["opened"] < LIMITS.open_files
