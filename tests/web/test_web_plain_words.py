@@ -245,3 +245,25 @@ def test_a_finished_live_game_says_who_won_in_a_sentence(client, alice, bob, env
         session.result = result
         text = session_json(session, bob)["result_display"]
         assert text.endswith(".") and "human" not in text
+
+
+def test_without_javascript_the_play_page_and_the_revision_panel_say_what_to_do(client, alice, bob, env):
+    comp = factories.competitor(bob, env, "opponent")
+    session = PlaySession.objects.create(
+        user=alice,
+        environment=env,
+        revision=comp.current_revision,
+        status=PlaySession.Status.FINISHED,
+        result=PlaySession.Result.AGENT_WIN,
+        state={},
+        last_activity_at=timezone.now(),
+    )
+    client.force_login(alice)
+    html = client.get(reverse("web:play", args=[session.pk])).content.decode()
+    notice = re.search(
+        r'<noscript><p class="failure" data-testid="play-noscript">(.*?)</p></noscript>', html, re.S
+    )
+    assert "Game over. opponent v1 won." in notice.group(1) and "Reload" in notice.group(1)
+    building = factories.competitor(alice, env, "building", state=Revision.State.BUILDING).revisions.get()
+    page = client.get(reverse("web:revision", args=[building.pk])).content.decode()
+    assert re.search(r'data-testid="revision-noscript">[^<]*<a href="">reload the page</a>', page)
