@@ -2,6 +2,7 @@
 
 from core.models.agent_data import StoredAgentData
 from core.models.api_token import ApiToken
+from core.models.blob import Blob, BlobChunk
 from core.models.competitor import Competitor, Revision
 from core.models.duel import Duel, Match
 from core.models.environment import Environment
@@ -18,6 +19,8 @@ from core.models.worker import ReaperState, WorkerStatus
 
 __all__ = [
     "ApiToken",
+    "Blob",
+    "BlobChunk",
     "Build",
     "Competitor",
     "Duel",
