@@ -35,30 +35,49 @@ def store_existing_uploads(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0015_workerstatus_slots'),
+        ("core", "0015_workerstatus_slots"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Blob',
+            name="Blob",
             fields=[
-                ('sha256', models.CharField(help_text='sha256 of the bytes (hex).', max_length=64, primary_key=True, serialize=False)),
-                ('size', models.PositiveBigIntegerField(help_text='Length of the bytes.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "sha256",
+                    models.CharField(
+                        help_text="sha256 of the bytes (hex).",
+                        max_length=64,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("size", models.PositiveBigIntegerField(help_text="Length of the bytes.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='BlobChunk',
+            name="BlobChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('data', models.BinaryField()),
-                ('blob', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='core.blob')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("data", models.BinaryField()),
+                (
+                    "blob",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="core.blob"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('blob', 'index'), name='blob_chunk_unique_index')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("blob", "index"), name="blob_chunk_unique_index")
+                ],
             },
         ),
         migrations.RunPython(store_existing_uploads, migrations.RunPython.noop),

@@ -30,3 +30,6 @@ class BlobChunk(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["blob", "index"], name="blob_chunk_unique_index")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.index} of blob {self.blob_id[:16]}"
