@@ -400,9 +400,15 @@ def train(args: argparse.Namespace) -> dict:
     learner = NetAgent(params, rng)
     started = time.monotonic()
     deadline = started + args.minutes * 60
+    cpu_started = time.process_time()
+    cpu_deadline = cpu_started + (args.cpu_minutes * 60 if args.cpu_minutes is not None else float("inf"))
     iteration = games = 0
     log = []
-    while time.monotonic() < deadline and (args.iterations is None or iteration < args.iterations):
+    while (
+        time.monotonic() < deadline
+        and time.process_time() < cpu_deadline
+        and (args.iterations is None or iteration < args.iterations)
+    ):
         samples = []
         for g in range(args.games_per_iter):
             seat = "player_0" if g % 2 == 0 else "player_1"
@@ -447,6 +453,7 @@ def train(args: argparse.Namespace) -> dict:
         "iterations": iteration,
         "games": games,
         "train_seconds": round(train_seconds, 1),
+        "train_cpu_seconds": round(time.process_time() - cpu_started, 1),
         "network": f"{INPUTS}-{HIDDEN}-{HIDDEN}-{COLS} MLP + value head",
         **evaluate(params, env, rng, args.eval_games),
         "league_at_end": {m.name: round(1 - m.p_not_win, 2) for m in league.members},
@@ -489,6 +496,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a few iterations (< 60 s), for CI")
     parser.add_argument("--out", default=str(HERE), help="output folder (default: this folder)")
     parser.add_argument("--minutes", type=float, default=13.0, help="training wall-clock budget")
+    parser.add_argument(
+        "--cpu-minutes", type=float, default=None, help="training budget in this process's CPU time"
+    )
     parser.add_argument("--iterations", type=int, default=None, help="stop after this many iterations")
     parser.add_argument("--games-per-iter", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=3)
