@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
-
 from core.actions import (
     begin_reaper_round,
     requeue_expired_leases,
@@ -19,25 +17,13 @@ from core.actions.play import abandon_stale_play_sessions, requeue_orphaned_play
 log = logging.getLogger(__name__)
 
 
-def reap_containers() -> int:
-    """Remove agent containers no live task owns (Docker sandbox only). Returns how many were removed."""
-    if settings.SANDBOX != "docker":
-        return 0
-    try:
-        from run_duel.sandbox.docker import reap_orphans
-
-        return len(reap_orphans(settings.ORPHAN_CONTAINER_MAX_AGE_SECONDS))
-    except Exception:  # the engine may be restarting; try again next round
-        log.exception("could not reap orphan containers")
-        return 0
-
-
 def reap() -> dict[str, Any]:
     """One round, all from the database (database time): re-queue jobs whose worker stopped sending
     heartbeats (unless the previous round is long past: workers cut off with us get one lease to come
     back first), hand orphaned live games to another worker, re-send lost hints and lost rating triggers,
-    retry jobs that failed for infrastructure faults, remove orphan containers, close games nobody
-    plays any more."""
+    retry jobs that failed for infrastructure faults, close games nobody plays any more. Orphan agent
+    containers are each Docker worker's own (``duel_runner.containers``): a wedged container never holds
+    up a round."""
     leases_due = begin_reaper_round()
     expired = requeue_expired_leases() if leases_due else {}
     games = requeue_orphaned_play_sessions() if leases_due else 0
@@ -47,6 +33,5 @@ def reap() -> dict[str, Any]:
         "resent": resend_stale_hints(),
         "rating_triggers": resend_rating_triggers(),
         "retried": retry_failed_jobs(),
-        "containers_removed": reap_containers(),
         "stale_play_sessions": abandon_stale_play_sessions(),
     }

@@ -327,5 +327,6 @@ def reap_task() -> dict[str, Any]:
     return reap()
 
 
-# Live play (a person against an agent) lives in its own module; importing it registers its task.
-from duel_runner import live_play  # noqa: E402, F401
+# Live play (a person against an agent) lives in its own module; importing it registers its task. The
+# host's agent containers over the worker's life (orphans, warm containers at a stop): their signals.
+from duel_runner import containers, live_play  # noqa: E402, F401

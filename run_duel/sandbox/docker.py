@@ -1070,27 +1070,12 @@ def _socket_folder_gone(summary: dict[str, Any], base: Path) -> bool:
 
 def reap_orphans(max_age_s: float = 6 * 3600, *, client: docker.DockerClient | None = None) -> list[str]:
     """Remove rl-arena agent containers whose owner process is gone (on this host), whose owner already
-    killed them while the engine was down (their socket folder is gone), or older than ``max_age_s``; also
-    delete socket folders of dead owners. Returns the removed container ids."""
-    client = client or get_client()
-    removed = []
-    now = time.time()
-    base = _runtime_base(None)
-    for summary in client.api.containers(all=True, filters={"label": f"{LABEL}={LABEL_VALUE}"}):
-        labels = summary.get("Labels") or {}
-        age = now - float(summary.get("Created") or now)
-        if _owner_alive(labels) and age <= max_age_s and not _socket_folder_gone(summary, base):
-            continue
-        _remove_container(summary["Id"])
-        removed.append(summary["Id"])
-    for folder in base.glob(f"{RUNTIME_PREFIX}*-*"):
-        try:
-            pid = int(folder.name[len(RUNTIME_PREFIX) :].split("-", 1)[0])
-        except ValueError:
-            continue
-        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-    return removed
+    killed them while the engine was down (their socket folder is gone), or older than ``max_age_s``,
+    thawed first and in bounded rounds (``run_duel.sandbox.orphans``); also delete socket folders of dead
+    owners. Returns the ids of the containers really removed."""
+    from run_duel.sandbox.orphans import reap_orphans as reap
+
+    return reap(max_age_s)
 
 
 _SKIPPED_PARTS = {"__pycache__", ".git", ".venv", ".mypy_cache", ".pytest_cache"}

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from core.actions import schedule_duel
-from duel_runner.reaper import reap_containers
+from duel_runner.containers import sweep
 from duel_runner.tasks import run_duel
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -31,4 +31,4 @@ def test_uploads_become_images_and_duel_in_containers(eligible):
 
 
 def test_the_reaper_can_sweep_orphan_agent_containers(db):
-    assert reap_containers() >= 0
+    assert sweep() >= 0

@@ -149,6 +149,20 @@ MUTATIONS = [
         "tests/faults/test_reaper_backlog.py",
     ),
     Mutation(
+        "orphan-thaw",
+        "run_duel/sandbox/orphans.py",
+        "        if thaw_container(container_id):",
+        "        if False:",
+        "tests/faults/test_orphan_containers.py::test_a_worker_killed_while_its_agent_is_frozen_leaves_no_container_and_no_stalled_duel",
+    ),
+    Mutation(
+        "graceful-stop",
+        "duel_runner/containers.py",
+        '    return settings.SANDBOX == "docker" and bool(settings.WORKER_HEALTH_PROBE)',
+        "    return False",
+        "tests/faults/test_orphan_containers.py::test_a_graceful_stop_leaves_no_warm_container_behind",
+    ),
+    Mutation(
         "lost-hints",
         "duel_runner/reaper.py",
         '        "resent": resend_stale_hints(),',
