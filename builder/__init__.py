@@ -17,7 +17,7 @@ from pathlib import Path
 
 from builder.extract import extract_cached
 from builder.settings import BuilderSettings
-from builder.zip_validation import ValidatedZip, ValidationError, ZipLimits, validate_zip
+from builder.zip_validation import UnreadableUpload, ValidatedZip, ValidationError, ZipLimits, validate_zip
 from run_duel.registry import RegistryConfig
 
 #: ``build_submission(registry=FROM_ENV)``: the registry of the environment (``AGENT_REGISTRY``).
@@ -87,6 +87,8 @@ def build_submission(
         raise ValueError(f"unknown build backend {backend!r} (expected 'docker' or 'local')")
     try:
         validated = validate_zip(Path(zip_path), limits)
+    except UnreadableUpload as exc:  # our file could not be read: not the uploader's doing, retried
+        return done(ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INFRA")
     except ValidationError as exc:
         return done(
             ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INVALID_SUBMISSION"

@@ -12,25 +12,30 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from core import storage
+from core import blobs, storage
 from core.actions import Claim, claim_build, fail_build, finish_build
 from core.jobs.runner import InfrastructureError, JobKind, run_job
 from core.models import Build
 
 
 def _build(build: Build, claim: Claim) -> dict[str, Any]:
-    """Build the revision's zip with the backend matching ``SANDBOX``; the submission's faults are an
-    outcome, ours raise :class:`InfrastructureError`."""
+    """Build the revision's upload with the backend matching ``SANDBOX``; the submission's faults are an
+    outcome, ours raise :class:`InfrastructureError`. The upload comes from the store (``core.blobs``),
+    verified by its sha256: a store that cannot give it back is ours, never the uploader's."""
     from builder import build_submission
 
-    result = build_submission(
-        storage.absolute(build.revision.zip_path),
-        # No human tag: the builder then returns its content-addressed image name, which can never be
-        # re-pointed by another deployment or test database sharing this Docker engine.
-        tag=None,
-        backend="docker" if settings.SANDBOX == "docker" else "local",
-        work_dir=storage.builds_dir(),
-    )
+    try:
+        with blobs.local_copy(build.revision) as zip_path:
+            result = build_submission(
+                zip_path,
+                # No human tag: the builder then returns its content-addressed image name, which can never
+                # be re-pointed by another deployment or test database sharing this Docker engine.
+                tag=None,
+                backend="docker" if settings.SANDBOX == "docker" else "local",
+                work_dir=storage.builds_dir(),
+            )
+    except blobs.BlobUnavailable as exc:
+        raise InfrastructureError(f"the upload store cannot give this upload back: {exc}") from exc
     if not result.ok and result.error_kind == "INFRA":
         raise InfrastructureError(result.error or "build infrastructure error")
     outcome = asdict(result)

@@ -49,6 +49,11 @@ class ValidationError(ValueError):
     """The upload is not an acceptable submission; ``str(error)`` is meant for the uploader."""
 
 
+class UnreadableUpload(ValidationError):
+    """The file holding the upload could not be read (an I/O error, not its content): at upload the
+    uploader is told, in a build it is the platform's fault (``build_submission``: ``INFRA``, retried)."""
+
+
 @dataclass(frozen=True)
 class ZipLimits:
     """Caps on what an upload may contain."""
@@ -237,7 +242,7 @@ def check_directory(fh: BinaryIO, limits: ZipLimits | None = None) -> None:
     except DirectoryError as exc:
         raise ValidationError(str(exc)) from None
     except OSError as exc:
-        raise ValidationError(f"the upload cannot be read: {exc}") from exc
+        raise UnreadableUpload(f"the upload cannot be read: {exc}") from exc
     finally:
         fh.seek(position)
 
@@ -250,14 +255,14 @@ def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZi
         with open(zip_path, "rb") as fh:
             check_directory(fh, limits)
     except OSError as exc:
-        raise ValidationError(f"the upload cannot be read: {exc.strerror}") from exc
+        raise UnreadableUpload(f"the upload cannot be read: {exc.strerror}") from exc
     # The directory is now known to be small: zipfile may read it.
     try:
         zf = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, NotImplementedError, ValueError) as exc:  # e.g. "zip file version 23.1"
         raise ValidationError(f"the upload is not a valid zip archive ({exc})") from exc
     except OSError as exc:
-        raise ValidationError(f"the upload cannot be read: {exc}") from exc
+        raise UnreadableUpload(f"the upload cannot be read: {exc}") from exc
     with zf:
         infos = zf.infolist()
         if len(infos) > limits.max_entries:

@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import blobs
 from core.models import Revision
 from publisher.gitrepo import REVISION_TRAILER, PublicRepo, PublishError, PublishRefused, ensure_bare_repo
 
@@ -117,7 +118,11 @@ def publish_revision(revision_id: int) -> str:
             with repo.locked():
                 repo.sync()
                 if not repo.has_published(revision.pk):
-                    repo.replace_folder(folder_for(revision), Path(settings.DATA_DIR) / revision.zip_path)
+                    try:
+                        with blobs.local_copy(revision) as zip_path:
+                            repo.replace_folder(folder_for(revision), zip_path)
+                    except blobs.BlobUnavailable as exc:  # ours: FAILED, retried by the sweep
+                        raise PublishError(f"the upload store cannot give this upload back: {exc}") from exc
                     repo.commit_and_push(commit_message(revision))
         except PublishRefused as exc:  # its own files: the same every time, never retried
             log.warning("revision %s cannot be published, for good: %s", revision.pk, exc)

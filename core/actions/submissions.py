@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core import storage
+from core import blobs, storage
 from core.actions.agent_data import wipe_for_playing_revision
 from core.actions.errors import ActionError, SubmissionError
 from core.actions.seasons import frozen_season
@@ -166,6 +166,9 @@ def submit_revision(
             dest = storage.submissions_dir() / str(competitor.pk) / f"{version}-{sha256[:16]}.zip"
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, dest)
+            # Every worker builds from the store (no machine reads another's DATA_DIR); the zip above is
+            # this host's cache of it.
+            blobs.put_file(dest, sha256)
             revision = Revision.objects.create(
                 competitor=competitor,
                 version=version,
@@ -190,7 +193,7 @@ def submit_revision(
 
 
 def requeue_build(revision_id: int) -> Build:
-    """Build revision ``revision_id`` again from its zip (operator action); its pipeline restarts."""
+    """Build revision ``revision_id`` again from its upload (operator action); its pipeline restarts."""
     with transaction.atomic():
         revision = Revision.objects.select_for_update().get(pk=revision_id)
         if revision.builds.filter(state__in=[Build.State.QUEUED, Build.State.RUNNING]).exists():

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from core import blobs
 from core.actions.pair_records import RATED_KINDS
 from core.models import Competitor, Duel, Environment, Match, Rating, Revision
 from web import queries
@@ -282,14 +282,15 @@ def revision_download(request: HttpRequest, pk: int) -> FileResponse:
     rev = _revision(pk)
     if not (rev.is_public or queries.can_see_private(request.user, rev.competitor.owner_id)):
         raise Http404("No such source.")
-    data_dir = settings.DATA_DIR.resolve()
-    path = (data_dir / rev.zip_path).resolve()
-    if not path.is_relative_to(data_dir) or not path.is_file():
-        raise Http404("The source file is missing.")
+    try:
+        # This host's cached zip, or the upload store's copy (still readable once its temporary file is
+        # removed on leaving the block).
+        with blobs.local_copy(rev) as path:
+            handle = path.open("rb")
+    except blobs.BlobUnavailable:
+        raise Http404("The source file is missing.") from None
     filename = f"{rev.competitor.name}-v{rev.version}.zip"
-    return FileResponse(
-        path.open("rb"), as_attachment=True, filename=filename, content_type="application/zip"
-    )
+    return FileResponse(handle, as_attachment=True, filename=filename, content_type="application/zip")
 
 
 def _duel(pk: int) -> Duel:
