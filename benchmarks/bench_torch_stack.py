@@ -8,11 +8,12 @@ on the host and in the registry.
 2. Two agents with the same conda ``environment.yml`` (pytorch, numpy; ``tests/docker/torch_agent``), new
    content at every run (never a cached image), built one after the other and pushed to a private registry
    started for the run (empty: the first push carries the stack's layers, as on a fresh deployment; the
-   second shows what every later torch agent costs). For each: build time (``build_submission``, the push
-   included), the image's size, what it adds over the stack (the owner's figure), the engine's layer bytes
-   added on this host (``docker system df``: other engineers' builds on a shared machine add noise), and the
-   bytes added to the registry's storage (what a worker that already has the stack's layers pulls is the
-   second agent's figure).
+   second shows what every later torch agent costs). For each: build time (``build_submission``), push
+   time, the image's size, what it adds over the stack (the owner's figure, by size arithmetic), the bytes
+   of its layers this host did not hold before (the stack's and the earlier agent's are shared: layer
+   digests compared, sizes from the image history), the bytes added to the registry's storage (what a
+   worker that already holds the stack's layers pulls is the second agent's figure), and how many layers
+   the push uploaded or found already there.
 
 The machine is shared: the load average is printed before and after. The agents' images are removed at the
 end (the stack stays).
@@ -49,8 +50,37 @@ def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _layers_bytes() -> int:
-    return int(get_client().api.df().get("LayersSize") or 0)
+def _layer_sizes(ref: str) -> dict[str, int]:
+    """diff id -> bytes of each layer of image ``ref`` (history entries that made a layer, oldest first)."""
+    api = get_client().api
+    layers = get_client().images.get(ref).attrs["RootFS"]["Layers"]
+
+    def made_a_layer(entry: dict) -> bool:
+        command = entry.get("CreatedBy") or ""
+        return "#(nop)" not in command or " COPY " in command or " ADD " in command
+
+    sizes = [int(e.get("Size") or 0) for e in reversed(api.history(ref)) if made_a_layer(e)]
+    if len(sizes) != len(layers):
+        raise SystemExit(f"cannot match the history of {ref} to its {len(layers)} layers")
+    return dict(zip(layers, sizes, strict=True))
+
+
+def _push(ref: str, registry) -> tuple[float, int, int]:
+    """Push ``ref`` to ``registry``; (seconds, layers uploaded, layers the registry already had)."""
+    api = get_client().api
+    remote, tag = registry.repository("rl-arena-agent"), ref.rsplit(":", 1)[1]
+    api.tag(ref, remote, tag)
+    started = time.monotonic()
+    statuses: dict[str, str] = {}
+    for item in api.push(remote, tag=tag, stream=True, decode=True):
+        if item.get("error"):
+            raise SystemExit(f"the push failed: {item['error']}")
+        if item.get("id") and item.get("status") in ("Pushed", "Layer already exists"):
+            statuses[item["id"]] = item["status"]
+    seconds = time.monotonic() - started
+    api.remove_image(f"{remote}:{tag}")
+    uploaded = sum(1 for s in statuses.values() if s == "Pushed")
+    return seconds, uploaded, len(statuses) - uploaded
 
 
 def _zip(folder: Path, dest: Path) -> Path:
@@ -83,24 +113,29 @@ def main() -> int:
     config = RegistryConfig.parse(registry.address)
     built = []
     try:
-        header = ("agent", "build s", "image MB", "own MB", "host +MB", "registry +MB")
-        print("{:<7} {:>8} {:>9} {:>7} {:>9} {:>13}".format(*header))
+        header = ("agent", "build s", "push s", "image MB", "own MB", "host +MB", "registry +MB", "layers")
+        print("{:<7} {:>8} {:>7} {:>9} {:>7} {:>9} {:>13} {}".format(*header))
+        known = set(_layer_sizes(stack.image))  # the layers this host already holds for torch agents
         for name in ("first", "second"):
             folder = work / name
             shutil.copytree(AGENT, folder)
             with (folder / "player.py").open("a") as handle:
                 handle.write(f"\n# {name} {uuid.uuid4().hex}\n")
             archive = _zip(folder, work / f"{name}.zip")
-            host_before, registry_before = _layers_bytes(), _du(registry.storage)
-            result = build_submission(archive, backend="docker", work_dir=work, registry=config)
+            registry_before = _du(registry.storage)
+            result = build_submission(archive, backend="docker", work_dir=work, registry=None)
             if not result.ok:
                 raise SystemExit(f"the {name} build failed: {result.error}\n{result.log[-2000:]}")
             built.append(result)
-            host_added = _layers_bytes() - host_before
+            layers = _layer_sizes(result.agent_ref)
+            host_added = sum(size for layer, size in layers.items() if layer not in known)
+            known.update(layers)
+            push_s, uploaded, present = _push(result.agent_ref, config)
             registry_added = _du(registry.storage) - registry_before
             print(
-                f"{name:<7} {result.duration_s:>8.1f} {result.image_size_bytes / MB:>9.0f} "
-                f"{result.added_bytes / MB:>7.0f} {host_added / MB:>9.0f} {registry_added / MB:>13.0f}"
+                f"{name:<7} {result.duration_s:>8.1f} {push_s:>7.1f} {result.image_size_bytes / MB:>9.0f} "
+                f"{result.added_bytes / MB:>7.0f} {host_added / MB:>9.1f} {registry_added / MB:>13.1f} "
+                f"{uploaded:>4} up, {present} there"
             )
         print("notes of the first build:\n  " + "\n  ".join(built[0].package_notes))
     finally:
