@@ -14,7 +14,8 @@ What runs is what a fleet runs, against PostgreSQL and Redis:
   duel JSON instead of playing: the fenced claim (``core.actions.claim_duel``), the heartbeat thread,
   ``--heartbeats`` lease extensions and ``--live-writes`` stores of the matches so far (what a longer duel
   does while it runs), and ``core.actions.record_duel_result`` with the claim (every Match row with its
-  states, actions and move times; the pause check; the rating trigger sent to the broker after commit).
+  actions, move times and the states the rules cannot replay, in one COPY; the pause check; the rating
+  trigger sent to the broker after commit).
 - A real Celery worker (``--raters`` prefork processes, a queue private to the run) consumes the
   triggers: ``tournament_manager.rate_environment`` (rating runs, TrueSkill under the environment's
   lock, rating history, ``Rating.updated_at`` stamps), the debounced tie-fit trigger, and the tie-fit
@@ -83,8 +84,6 @@ RANDOM_PLAYER = REPO / "example_players" / "random"
 EXPERIMENTS = {
     "debounced-trigger": "the rating trigger is sent only when the result sets the environment's pending "
     "mark (cache.add of tournament_manager.rating_runs.pending_key), not after every result",
-    "copy-matches": "Match rows go in with one COPY (JSON encoded by orjson) instead of bulk_create's "
-    "INSERT ... UNNEST, whose array quoting escapes every quote of the states in Python",
 }
 
 
@@ -346,10 +345,9 @@ def apply_experiments(names: list[str]) -> None:
     """Patch the proposed record-path changes ``names`` (keys of :data:`EXPERIMENTS`) into this process."""
     from django.conf import settings
     from django.core.cache import cache
-    from django.db import connection, transaction
+    from django.db import transaction
 
     import core.actions.duels as duels
-    from core.models import Match
     from core.queue import send_task
     from tournament_manager.rating_runs import TTL_S, pending_key
 
@@ -367,27 +365,6 @@ def apply_experiments(names: list[str]) -> None:
             transaction.on_commit(send)
 
         duels.enqueue_on_commit = enqueue_on_commit
-    if "copy-matches" in names:
-        import orjson
-
-        columns = [f.column for f in Match._meta.concrete_fields if not f.primary_key]
-        attnames = [f.attname for f in Match._meta.concrete_fields if not f.primary_key]
-        json_fields = {f.attname for f in Match._meta.concrete_fields if f.get_internal_type() == "JSONField"}
-        sql = f'COPY "{Match._meta.db_table}" ({", ".join(columns)}) FROM STDIN'
-
-        def bulk_create(rows: list[Any], *a: Any, **kw: Any) -> list[Any]:
-            connection.ensure_connection()
-            with connection.connection.cursor() as cursor, cursor.copy(sql) as copy:
-                for row in rows:
-                    copy.write_row(
-                        [
-                            orjson.dumps(getattr(row, a)).decode() if a in json_fields else getattr(row, a)
-                            for a in attnames
-                        ]
-                    )
-            return rows
-
-        Match.objects.bulk_create = bulk_create  # type: ignore[method-assign]
 
 
 def worker_main(
@@ -935,7 +912,7 @@ def main() -> int:
     print(
         f"duel JSONs: {sum(len(p['clean']) for p in pools.values())} real ones per game (schema-valid), "
         f"{sum(sizes) / len(sizes) / 1024:.1f} KiB each on average, {sum(moves) / len(moves):.1f} moves "
-        f"per match (states, actions and move_times stored per match)",
+        f"per match (actions, move_times and the states the rules cannot replay stored per match)",
         flush=True,
     )
     r = redis_client(args.redis)
