@@ -35,11 +35,15 @@ class BlobUnavailable(Exception):
 def put_file(path: Path, sha256: str) -> bool:
     """Store the bytes of ``path`` as blob ``sha256`` unless it is stored already (content-addressed:
     the same upload twice is stored once). Streams the file in chunks; raises ``ValueError`` if its bytes
-    do not hash to ``sha256``. Returns whether it stored the blob. Atomic (its own savepoint)."""
+    do not hash to ``sha256``. Returns whether it stored the blob. Atomic (its own savepoint); call it in
+    the transaction that creates the revision using the blob."""
     from core.models import Blob, BlobChunk
 
-    if Blob.objects.filter(pk=sha256).exists():
-        return False
+    with transaction.atomic():
+        # Locked until the caller's transaction ends: retention (ops.retention) deletes a blob only under
+        # this lock, after checking that no other revision uses it, so it never removes one just reused.
+        if Blob.objects.select_for_update().filter(pk=sha256).values_list("pk", flat=True).first():
+            return False
     digest = hashlib.sha256()
     try:
         with transaction.atomic():

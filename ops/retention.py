@@ -9,8 +9,9 @@ Three settings, each a number of days (0, the default: keep forever):
   playing (neither is its competitor's current revision) lose their replay (states, actions, move times);
   results, scores, errors and ratings stay.
 - ``RETENTION_UNPLAYABLE_ZIPS_DAYS``: the uploaded zips of revisions that can no longer play (failed or
-  refused, or superseded by a newer current revision) and were uploaded earlier are deleted, unless the
-  publisher still has to publish them or a duel of theirs is waiting or running.
+  refused, or superseded by a newer current revision) and were uploaded earlier are deleted, from this
+  host's ``DATA_DIR`` and from the upload store (``core.blobs``, when no other revision has the same
+  bytes), unless the publisher still has to publish them or a duel of theirs is waiting or running.
 
 ``prune(dry_run=True)`` counts without changing anything (``manage.py prune_data --dry-run``). The periodic
 task ``ops.prune_data`` runs it every ``RETENTION_INTERVAL_SECONDS`` when any of the three is set.
@@ -25,7 +26,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 log = logging.getLogger(__name__)
@@ -39,12 +41,14 @@ class RetentionReport:
     match_states_pruned: int = 0
     replays_deleted: int = 0
     zips_deleted: int = 0
-    bytes_freed: int = 0  # JSON bytes of states and actions, plus zip files
+    blobs_deleted: int = 0  # uploads removed from the upload store (core.blobs)
+    bytes_freed: int = 0  # JSON bytes of states and actions, plus zip files and stored uploads
 
     def __str__(self) -> str:
         return (
             f"{self.match_states_pruned} match states pruned, {self.replays_deleted} replays deleted, "
-            f"{self.zips_deleted} zips deleted, about {self.bytes_freed / 1048576:.1f} MiB freed"
+            f"{self.zips_deleted} zips deleted, {self.blobs_deleted} stored uploads deleted, "
+            f"about {self.bytes_freed / 1048576:.1f} MiB freed"
         )
 
 
@@ -144,6 +148,27 @@ def _delete_unplayable_zips(cutoff: datetime, dry_run: bool, report: RetentionRe
         if not dry_run:
             path.unlink()
             log.info("retention: deleted the zip of revision %s (%s)", revision_id, zip_path)
+    _delete_unused_blobs(candidates, dry_run, report)
+
+
+def _delete_unused_blobs(candidates: QuerySet, dry_run: bool, report: RetentionReport) -> None:
+    """Delete the upload store's blobs (``core.blobs``) of ``candidates`` that no other revision uses.
+    Each under its row lock, re-checked: an upload reusing the blob meanwhile holds that lock
+    (``blobs.put_file``) until its revision is committed, so it is seen and the blob kept."""
+    from core.models import Blob, Revision
+
+    ids = set(candidates.values_list("id", flat=True))
+    hashes = set(candidates.values_list("content_hash", flat=True))
+    for sha256 in sorted(hashes):
+        with transaction.atomic():
+            blob = Blob.objects.select_for_update().filter(pk=sha256).first()
+            if blob is None or Revision.objects.filter(content_hash=sha256).exclude(id__in=ids).exists():
+                continue
+            report.blobs_deleted += 1
+            report.bytes_freed += blob.size
+            if not dry_run:
+                blob.delete()
+                log.info("retention: deleted the stored upload %s (%s bytes)", sha256[:16], blob.size)
 
 
 def enabled() -> bool:

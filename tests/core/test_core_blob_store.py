@@ -138,3 +138,28 @@ def test_a_worker_with_its_own_empty_data_dir_builds_an_upload_made_on_the_web_h
     assert Path(revision.agent_ref).is_relative_to(worker_data)  # built on the worker's own disk
     assert not (worker_data / revision.zip_path).exists()
     assert not list((worker_data / "tmp").iterdir())
+
+
+def test_retention_deletes_a_stored_upload_only_when_no_kept_revision_shares_it(
+    environments, make_user, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ops.retention import prune
+
+    settings.RETENTION_UNPLAYABLE_ZIPS_DAYS = 14
+    failed = _upload(make_user, "failed", "random")
+    shared = _upload(make_user, "shared", "minimax")
+    same_bytes = storage.absolute(shared.zip_path)
+    twin = submit_revision(make_user(), "tic-tac-toe", "twin", same_bytes)
+    Revision.objects.filter(pk__in=[failed.pk, shared.pk]).update(
+        state=Revision.State.BUILD_FAILED, created_at=timezone.now() - timedelta(days=20)
+    )
+    assert prune(dry_run=True).blobs_deleted == 1
+    assert Blob.objects.count() == 2
+    report = prune()
+    assert (report.zips_deleted, report.blobs_deleted) == (2, 1)
+    assert list(Blob.objects.values_list("pk", flat=True)) == [twin.content_hash]  # the twin still plays
+    assert not BlobChunk.objects.filter(blob_id=failed.content_hash).exists()
