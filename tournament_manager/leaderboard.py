@@ -1,12 +1,17 @@
-"""The leaderboard of an environment: TrueSkill ratings ranked by mu - 3 sigma, with statistical ties.
+"""The leaderboard of an environment: ranked by the Bradley-Terry fit's expected score against the field.
 
-Rows are ordered by conservative skill. Ranks come from
-:func:`tournament_manager.bradley_terry.rank_with_ties` over the environment's stored Bradley-Terry fit
-(95 % intervals; :mod:`tournament_manager.tie_fit` computes it in the background after ratings change):
-neighbours whose interval overlaps their tie group leader's share its rank. Building the leaderboard
-never fits anything: it reads the latest stored fit (possibly a little older than the ratings; a
-competitor the fit has not seen yet gets its own rank), and when no fit exists at all it shows every
-competitor on its own rank and requests one. One database query whatever the number of competitors.
+What a rank estimates (``docs/RATINGS.md``): each competitor's expected score (win 1, draw 1/2) against an
+opponent drawn uniformly from the field, under a Bradley-Terry model fitted to every stored rated result
+with every pair that played weighted the same (:mod:`tournament_manager.settled`): the round robin's
+standings in a transitive game, whatever pairs the ladder chose to play. Rows the stored fit has seen are
+ordered by it; two rows share a rank (a statistical tie, "=") unless the fit's bootstrap interval of
+their strength difference excludes 0 (comparing each row with its tie group's leader). Competitors the
+fit has not seen yet (rated since, or never) follow, by TrueSkill's ``mu - 3 sigma``, each on its own
+rank. TrueSkill still drives matchmaking and is shown beside.
+
+Building the leaderboard never fits anything: it reads the latest stored fit (possibly a little older
+than the ratings), and when no fit exists at all it orders by ``mu - 3 sigma`` and requests one. One
+database query whatever the number of competitors.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from datetime import datetime
 from django.conf import settings
 
 from core.models import Environment, Rating
-from tournament_manager.bradley_terry import rank_with_ties
+from tournament_manager.settled import rank_by_fit
 from tournament_manager.tie_fit import request_refresh, stored_fit
 
 
@@ -46,6 +51,11 @@ class LeaderboardRow:
     bt_upper: float | None
     #: The rating is still uncertain (``sigma`` above ``TM_PROVISIONAL_SIGMA``): its place may change.
     provisional: bool = False
+    #: Expected score against the whole field (what the rank estimates) and its 95 % interval; None when
+    #: the stored fit has not seen the competitor.
+    field_score: float | None = None
+    field_score_lower: float | None = None
+    field_score_upper: float | None = None
 
 
 #: Default of ``TM_PROVISIONAL_SIGMA``: a rating is provisional while its sigma is above this (TrueSkill
@@ -76,15 +86,23 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
     intervals: dict[Hashable, tuple[float, float, float]] = dict(stored.intervals) if stored else {}
     if stored is None and any(r.matches for r in ratings):
         request_refresh(environment_id)  # debounced: one background fit, however many requests ask
-    ranks = rank_with_ties(
-        [r.competitor_id for r in ratings],
-        {c: (lo, hi) for c, (_, lo, hi) in intervals.items()},
-    )
+
+    # Stable: the fit's order first, then the ones it has not seen in the query's mu - 3 sigma order.
+    def place(r: Rating) -> tuple[int, float]:
+        fitted = intervals.get(r.competitor_id)
+        return (0, -fitted[0]) if fitted else (1, 0.0)
+
+    ratings.sort(key=place)
+    fitted = [r.competitor_id for r in ratings if r.competitor_id in intervals]
+    ranks = rank_by_fit(fitted, stored.knows_order) if stored is not None else {}
+    ranks.update({r.competitor_id: k for k, r in enumerate(ratings, start=1) if r.competitor_id not in ranks})
+    scores = stored.scores if stored is not None else {}
     provisional_sigma = provisional_threshold()
     rows = []
     for r in ratings:
         comp = r.competitor
         bt = intervals.get(r.competitor_id)
+        score = scores.get(r.competitor_id)
         rows.append(
             LeaderboardRow(
                 rank=ranks[r.competitor_id],
@@ -106,6 +124,9 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
                 bt_lower=bt[1] if bt else None,
                 bt_upper=bt[2] if bt else None,
                 provisional=r.sigma > provisional_sigma,
+                field_score=score[0] if score else None,
+                field_score_lower=score[1] if score else None,
+                field_score_upper=score[2] if score else None,
             )
         )
     return rows

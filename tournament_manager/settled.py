@@ -21,7 +21,7 @@ the fit's order are checked with the replicates; farther pairs use that bound.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +82,76 @@ def pair_verdicts(
     return out
 
 
+def knows_order(
+    a: Hashable,
+    b: Hashable,
+    verdicts: Mapping[tuple[Hashable, Hashable], str],
+    intervals: Mapping[Hashable, tuple[float, float, float]],
+    checked_all: bool,
+) -> bool:
+    """Whether the fit knows which of ``a`` and ``b`` is stronger (their difference interval excludes 0)."""
+    found = verdicts.get((a, b)) or verdicts.get((b, a))
+    if found is not None or checked_all or a not in intervals or b not in intervals:
+        return found == ORDER
+    _, lo_a, hi_a = intervals[a]
+    _, lo_b, hi_b = intervals[b]
+    return lo_a > hi_b or lo_b > hi_a
+
+
+def rank_by_fit(
+    order: Sequence[Hashable], known: Callable[[Hashable, Hashable], bool]
+) -> dict[Hashable, int]:
+    """Competition ranks (1, 2, 2, 4) for ``order`` (best first): walking down, a competitor shares the
+    rank of its tie group's leader (the group's first member) unless ``known(leader, it)`` says their
+    order is known. Comparing with the leader, not the previous row, keeps a chain of close neighbours
+    from tying the whole board."""
+    ranks: dict[Hashable, int] = {}
+    leader: Hashable | None = None
+    for pos, cid in enumerate(order, start=1):
+        if leader is not None and not known(leader, cid):
+            ranks[cid] = ranks[leader]
+        else:
+            ranks[cid] = pos
+            leader = cid
+    return ranks
+
+
+def field_scores(
+    theta: np.ndarray, lower: np.ndarray, upper: np.ndarray, replicates: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each competitor's expected score against the whole field (a uniformly drawn other competitor) under
+    the fit, and its 95 % interval: the bootstrap replicates' percentiles, or without replicates the
+    score at the competitor's interval ends with the others held at their estimates."""
+    n = theta.size
+
+    def scores(th: np.ndarray) -> np.ndarray:
+        out = np.empty(n)
+        for start in range(0, n, 512):
+            block = th[start : start + 512, None] - th[None, :]
+            out[start : start + 512] = (1.0 / (1.0 + np.exp(-block))).sum(axis=1) - 0.5  # minus itself
+        return out / max(1, n - 1)
+
+    def shifted(own: np.ndarray) -> np.ndarray:
+        # Competitor i at own[i], everyone else at theta: sum_j sigmoid(own_i - theta_j) minus the self term.
+        out = np.empty(n)
+        for start in range(0, n, 512):
+            block = own[start : start + 512, None] - theta[None, :]
+            total = (1.0 / (1.0 + np.exp(-block))).sum(axis=1)
+            self_term = 1.0 / (1.0 + np.exp(-(own[start : start + 512] - theta[start : start + 512])))
+            out[start : start + 512] = total - self_term
+        return out / max(1, n - 1)
+
+    point = scores(theta)
+    if n < 2:
+        return point, point.copy(), point.copy()
+    if replicates is not None and len(replicates):
+        boot = np.stack([scores(r) for r in replicates])
+        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    else:
+        low, high = shifted(lower), shifted(upper)
+    return point, np.minimum(low, point), np.maximum(high, point)
+
+
 def is_settled(
     a: Hashable,
     b: Hashable,
@@ -115,10 +185,16 @@ class PairFit:
     #: Bootstrap refits (replicates, competitors) in ``ids`` order, when kept (benchmarks).
     replicates: np.ndarray | None = None
     ids: tuple[Hashable, ...] = ()
+    #: id -> (expected score against the field, lower, upper): :func:`field_scores`.
+    scores: dict[Hashable, tuple[float, float, float]] = field(default_factory=dict)
 
     def is_settled(self, a: Hashable, b: Hashable) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
         return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
+
+    def knows_order(self, a: Hashable, b: Hashable) -> bool:
+        """Whether the fit knows which of the two is stronger."""
+        return knows_order(a, b, self.settled, self.intervals, self.checked_all)
 
 
 def fit_table(
@@ -148,6 +224,8 @@ def fit_table(
         keep_replicates=True,
     )
     intervals = {c: (float(bt.theta[k]), float(bt.lower[k]), float(bt.upper[k])) for k, c in enumerate(ids)}
+    point, low, high = field_scores(bt.theta, bt.lower, bt.upper, bt.replicates)
+    scores = {c: (float(point[k]), float(low[k]), float(high[k])) for k, c in enumerate(ids)}
     return PairFit(
         intervals,
         pair_verdicts(ids, bt.theta, bt.lower, bt.upper, bt.replicates, margin),
@@ -157,4 +235,5 @@ def fit_table(
         bt.n_results,
         bt.replicates if keep_replicates else None,
         tuple(ids),
+        scores,
     )

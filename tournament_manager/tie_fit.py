@@ -42,14 +42,14 @@ from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from core.models import Duel, Environment, Match, PairRecord, Rating
-from tournament_manager.settled import TIE_MARGIN, is_settled
+from tournament_manager.settled import TIE_MARGIN, is_settled, knows_order
 from tournament_manager.settled import fit_table as settled_fit
 
 log = logging.getLogger(__name__)
 
 TASK_NAME = "tournament_manager.refresh_tie_fit"
 RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
-_FORMAT = 2
+_FORMAT = 3
 R = Match.Result
 #: Results won by player 1 / player 2: a player's own error is its loss; OTHER_ERROR counts for nothing.
 _P1_WINS = (R.PLAYER_1_WIN, R.PLAYER_2_ERROR)
@@ -72,10 +72,16 @@ class TieFit:
     margin: float = TIE_MARGIN
     #: Whether every pair was checked (else far pairs fall back to the competitors' own intervals).
     checked_all: bool = True
+    #: Competitor id -> (expected score against the whole field, lower, upper): what the ladder ranks by.
+    scores: dict[int, tuple[float, float, float]] = field(default_factory=dict)
 
     def is_settled(self, a: int, b: int) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
         return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
+
+    def knows_order(self, a: int, b: int) -> bool:
+        """Whether the fit knows which of the two is stronger (else they share a rank)."""
+        return knows_order(a, b, self.settled, self.intervals, self.checked_all)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict (the stored form)."""
@@ -89,6 +95,7 @@ class TieFit:
             "settled": [[a, b, v] for (a, b), v in self.settled.items()],
             "margin": self.margin,
             "checked_all": self.checked_all,
+            "scores": {str(c): list(v) for c, v in self.scores.items()},
         }
 
     @classmethod
@@ -106,6 +113,7 @@ class TieFit:
             settled={(int(a), int(b)): str(v) for a, b, v in data["settled"]},
             margin=float(data["margin"]),
             checked_all=bool(data["checked_all"]),
+            scores={int(c): (float(v[0]), float(v[1]), float(v[2])) for c, v in data["scores"].items()},
         )
 
 
@@ -280,6 +288,7 @@ def fit_table(
         fit.settled,
         fit.margin,
         fit.checked_all,
+        fit.scores,
     )
 
 

@@ -64,13 +64,42 @@ def test_the_background_fit_makes_the_tie_groups_the_leaderboard_shows(
     with django_assert_max_num_queries(1):
         rows = leaderboard(hidden_env)
     assert [r.competitor for r in rows][:2] == ["strong", "mid"]
-    assert [r.skill for r in rows] == sorted((r.skill for r in rows), reverse=True)
+    assert [r.bt_strength for r in rows] == sorted((r.bt_strength for r in rows), reverse=True)
     ranks = {r.competitor: r.rank for r in rows}
     assert ranks["strong"] == 1 and ranks["mid"] == 2
     assert ranks["weak"] == ranks["twin"] == 3
     top = rows[0]
     assert (top.matches, top.wins, top.owner) == (24, 24, "owner")
     assert top.bt_lower <= top.bt_strength <= top.bt_upper
+
+
+def test_the_order_is_the_fits_expected_score_against_the_field_not_trueskill(hidden_env, ladder):
+    """TrueSkill says weak > mid > strong (set by hand here; a ladder's schedule or the order of results
+    can do it): the leaderboard follows the fit of the results, and shows what a rank estimates."""
+    tie_fit.refresh(hidden_env.pk)
+    for name, mu in (("strong", 10.0), ("mid", 20.0), ("weak", 30.0), ("twin", 29.0)):
+        Rating.objects.filter(environment=hidden_env, competitor=ladder[name]).update(
+            mu=mu, sigma=1.0, skill=mu - 3
+        )
+    rows = leaderboard(hidden_env)
+    assert [r.competitor for r in rows][:2] == ["strong", "mid"]
+    assert [r.rank for r in rows] == [1, 2, 3, 3]
+    strong = rows[0]
+    assert strong.field_score_lower <= strong.field_score <= strong.field_score_upper
+    assert strong.field_score > 0.6 > rows[-1].field_score  # strong won all 24 of its matches
+
+
+def test_the_page_and_the_api_show_the_order_and_the_score_against_the_field(hidden_env, ladder, client):
+    tie_fit.refresh(hidden_env.pk)
+    Rating.objects.filter(environment=hidden_env, competitor=ladder["strong"]).update(mu=0.0, skill=-3.0)
+    api = client.get(f"/api/environments/{hidden_env.slug}/leaderboard/").json()["results"]
+    assert [r["competitor"] for r in api][:2] == ["strong", "mid"]
+    top = api[0]["field_score"]
+    assert top["lower"] <= top["score"] <= top["upper"] and top["score"] > 0.6
+    page = client.get(f"/games/{hidden_env.slug}/").content.decode()
+    assert page.count('data-testid="field-score"') == 4
+    assert page.index(">strong</a>") < page.index(">mid</a>")
+    assert "expected score against the whole field" in page
 
 
 def test_rating_a_duel_requests_a_refit_and_the_old_fit_is_shown_meanwhile(
@@ -95,7 +124,7 @@ def test_a_stale_fit_is_still_used_and_unseen_competitors_rank_alone(
     ranks = {r.competitor: r.rank for r in leaderboard(hidden_env)}
     assert ranks["weak"] == ranks["twin"]
     positions = {r.competitor: k for k, r in enumerate(leaderboard(hidden_env), start=1)}
-    assert ranks["newcomer"] == positions["newcomer"]
+    assert ranks["newcomer"] == positions["newcomer"] == 5  # after the ones the fit has seen
 
 
 def test_the_periodic_check_refits_only_stale_environments(hidden_env, ladder):

@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from tournament_manager.bradley_terry import fit_pair_counts, pair_weights
-from tournament_manager.settled import ORDER, TIE, fit_table, is_settled, pair_verdicts, verdict
+from tournament_manager.settled import (
+    ORDER,
+    TIE,
+    field_scores,
+    fit_table,
+    is_settled,
+    pair_verdicts,
+    rank_by_fit,
+    verdict,
+)
 
 
 def table_of(rows: dict[tuple[int, int], tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -83,3 +92,22 @@ def test_pair_weights():
         pair_weights(np.array([[0, 0, 0]]))
     with pytest.raises(ValueError):
         fit_pair_counts(2, np.array([[0, 1]]), np.array([[1, 0, 1]]), weights=np.array([0.0]))
+
+
+def test_ranks_share_the_leaders_rank_until_the_order_is_known():
+    known = {("a", "c"), ("a", "d"), ("b", "d"), ("c", "d")}
+    ranks = rank_by_fit(["a", "b", "c", "d"], lambda x, y: (x, y) in known)
+    # b is not known apart from a: tied; c is known apart from the group's leader a: a new group.
+    assert ranks == {"a": 1, "b": 1, "c": 3, "d": 4}
+
+
+def test_the_expected_score_against_the_field():
+    theta = np.array([1.0, 0.0, -1.0])
+    score, low, high = field_scores(theta, theta - 0.1, theta + 0.1, None)
+    sig = lambda x: 1.0 / (1.0 + np.exp(-x))  # noqa: E731
+    assert score[0] == pytest.approx((sig(1.0) + sig(2.0)) / 2)
+    assert score.sum() == pytest.approx(1.5)  # every match's point is shared: n / 2
+    assert np.all(low < score) and np.all(score < high)
+    replicates = np.stack([theta + d for d in np.linspace(-0.2, 0.2, 41)[:, None] * np.array([1, 0, -1])])
+    score_r, low_r, high_r = field_scores(theta, theta, theta, replicates)
+    assert np.allclose(score_r, score) and low_r[0] < score[0] < high_r[0]

@@ -152,7 +152,8 @@ def serialized_rows(environment_id: int, version: str) -> tuple[str, list[dict]]
 
 
 class Leaderboard(APIView):
-    """A game's ranked competitors, best mu - 3 sigma first, one page at a time (``limit``, ``offset``).
+    """A game's ranked competitors, best expected score against the whole field first (``field_score``;
+    competitors not yet in the fit last, by mu - 3 sigma), one page at a time (``limit``, ``offset``).
 
     Equal ranks are statistical ties. Answers carry an ``ETag`` (send it back in ``If-None-Match`` to get
     a 304 while the ranking is unchanged) and may be cached for a few seconds.

@@ -47,7 +47,9 @@ class EnvironmentSerializer(serializers.ModelSerializer):
 
 
 class LeaderboardEntrySerializer(serializers.Serializer):
-    """One ranked competitor: conservative skill = mu - 3 sigma; equal ranks are statistical ties."""
+    """One ranked competitor. The rank estimates the expected score against the whole field (``field_score``,
+    a Bradley-Terry fit of every rated result, each pair weighted the same); equal ranks are statistical
+    ties (order unknown). Conservative skill = TrueSkill's mu - 3 sigma, which picks the opponents."""
 
     rank = serializers.IntegerField()
     competitor_id = serializers.IntegerField()
@@ -65,6 +67,7 @@ class LeaderboardEntrySerializer(serializers.Serializer):
     errors = serializers.IntegerField()
     last_played_at = serializers.DateTimeField(allow_null=True)
     bradley_terry = serializers.SerializerMethodField()
+    field_score = serializers.SerializerMethodField()
 
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_bradley_terry(self, row: LeaderboardRow) -> dict | None:
@@ -72,6 +75,14 @@ class LeaderboardEntrySerializer(serializers.Serializer):
         if row.bt_strength is None:
             return None
         return {"strength": row.bt_strength, "lower": row.bt_lower, "upper": row.bt_upper}
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_field_score(self, row: LeaderboardRow) -> dict | None:
+        """Expected score (win 1, draw 0.5) against an opponent drawn from the whole field, 95 % interval;
+        null until the competitor is in the fit."""
+        if row.field_score is None:
+            return None
+        return {"score": row.field_score, "lower": row.field_score_lower, "upper": row.field_score_upper}
 
 
 class RevisionSerializer(serializers.ModelSerializer):
