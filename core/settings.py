@@ -414,7 +414,13 @@ CELERY_BEAT_SCHEDULE = {
 TM_RATER = env_choice("TM_RATER", "trueskill", ("trueskill", "openskill"))
 TM_MATCHMAKE_INTERVAL_SECONDS = env_float("TM_MATCHMAKE_INTERVAL_SECONDS", 10.0, minimum=0.5)
 TM_CHECK_EDITIONS_INTERVAL_SECONDS = env_float("TM_CHECK_EDITIONS_INTERVAL_SECONDS", 300.0, minimum=1.0)
-TM_LADDER_QUEUE_TARGET = env_int("TM_LADDER_QUEUE_TARGET", 2 * CELERY_WORKER_CONCURRENCY, minimum=0)
+# Ladder duels each game keeps queued or running. Unset: follow the live capacity (TM_LADDER_SLOT_FACTOR x
+# the job slots of the healthy workers, WorkerStatus.slots, shared equally by the active games); a number
+# fixes it (0: no ladder duels).
+TM_LADDER_QUEUE_TARGET = (
+    env_int("TM_LADDER_QUEUE_TARGET", 0, minimum=0) if os.environ.get("TM_LADDER_QUEUE_TARGET", "") else None
+)
+TM_LADDER_SLOT_FACTOR = env_float("TM_LADDER_SLOT_FACTOR", 2.0, minimum=0.1)
 # The rater's keyword arguments, e.g. {"beta": 2.5} or {"tau": 0.1} (tournament_manager/rating.py).
 TM_RATER_PARAMS = env_json_object("TM_RATER_PARAMS", {})
 # Ladder matchmaking; the defaults are tournament_manager.matchmaking.MatchmakingPolicy's (a test checks).

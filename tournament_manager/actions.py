@@ -11,6 +11,7 @@ in exactly the order it was rated - (rated_at, finished_at, id) - and reproduce 
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Hashable, Iterable
 from datetime import datetime, timedelta
@@ -370,9 +371,20 @@ def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[t
 
 
 def ladder_queue_target() -> int:
-    """How many ladder duels each environment keeps queued or running (``TM_LADDER_QUEUE_TARGET``)."""
-    default = 2 * getattr(settings, "CELERY_WORKER_CONCURRENCY", 2)
-    return int(getattr(settings, "TM_LADDER_QUEUE_TARGET", default))
+    """How many ladder duels each environment keeps queued or running: ``TM_LADDER_QUEUE_TARGET`` when it
+    is set, else the live capacity: ``TM_LADDER_SLOT_FACTOR`` x the job slots of the healthy workers
+    (``core.jobs.health.live_slots``), shared equally by the active environments (rounded up, so every
+    game keeps at least one duel in flight while any worker is up)."""
+    fixed = getattr(settings, "TM_LADDER_QUEUE_TARGET", None)
+    if fixed is not None:
+        return int(fixed)
+    from core.jobs.health import live_slots
+
+    slots = live_slots()
+    if slots <= 0:
+        return 0
+    games = max(1, len(active_environments()))
+    return math.ceil(float(getattr(settings, "TM_LADDER_SLOT_FACTOR", 2.0)) * slots / games)
 
 
 def matchmake(

@@ -65,6 +65,8 @@ def rate_environment(environment_id: int, run_token: str | None = None) -> int:
     )
     if rated:
         tie_fit.request_refresh(environment_id)
+        # Duels finished: plan the next ones now, from the ratings they just moved (not only on the timer).
+        actions.matchmake(environment_id)
     return rated
 
 

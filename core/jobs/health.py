@@ -67,7 +67,9 @@ def current_problem(max_age_s: float | None = None) -> str | None:
     return probe_now()
 
 
-def report(name: str, *, healthy: bool, problem: str, queues: list[str], stopped: bool = False) -> None:
+def report(
+    name: str, *, healthy: bool, problem: str, queues: list[str], stopped: bool = False, slots: int = 0
+) -> None:
     """Write this worker's row of ``WorkerStatus`` (database time)."""
     from core.models import WorkerStatus
 
@@ -78,12 +80,30 @@ def report(name: str, *, healthy: bool, problem: str, queues: list[str], stopped
         "problem": problem,
         "last_seen": Now(),
         "stopped": stopped,
+        "slots": slots,
     }
     updated = WorkerStatus.objects.filter(name=name, healthy=healthy).update(**values)
     if not updated:
         changed = WorkerStatus.objects.filter(name=name).update(healthy=healthy, changed_at=Now(), **values)
         if not changed:
             WorkerStatus.objects.create(name=name, healthy=healthy, changed_at=Now(), **values)
+
+
+def live_slots(queue: str | None = None) -> int:
+    """Job slots of the workers that serve ``queue`` (default: the job hints' queue) and are healthy now:
+    a report within ``3 x WORKER_HEALTH_INTERVAL_SECONDS`` (database time), not stopped. Scheduling keeps
+    these busy."""
+    from django.db.models import Sum
+
+    from core.actions.jobs import db_in
+    from core.models import WorkerStatus
+
+    name = queue or settings.CELERY_TASK_DEFAULT_QUEUE
+    rows = WorkerStatus.objects.filter(
+        healthy=True, stopped=False, last_seen__gte=db_in(-3 * settings.WORKER_HEALTH_INTERVAL_SECONDS)
+    )
+    serving = [pk for pk, queues in rows.values_list("pk", "queues") if name in queues.split(",")]
+    return int(WorkerStatus.objects.filter(pk__in=serving).aggregate(n=Sum("slots"))["n"] or 0)
 
 
 class WorkerMonitor:
@@ -94,6 +114,7 @@ class WorkerMonitor:
         self.flush = flush
         self.name = consumer.hostname
         self.queues = sorted(consumer.app.amqp.queues.consume_from or consumer.app.amqp.queues)
+        self.slots = int(getattr(getattr(consumer, "controller", None), "concurrency", 0) or 0)
         self.healthy = True
         self.failed_probes = 0
         self._stop = threading.Event()
@@ -107,7 +128,14 @@ class WorkerMonitor:
         self._thread.join(timeout=5)
         try:
             problem = "" if self.healthy else (current_problem() or "")
-            report(self.name, healthy=self.healthy, problem=problem, queues=self.queues, stopped=True)
+            report(
+                self.name,
+                healthy=self.healthy,
+                problem=problem,
+                queues=self.queues,
+                stopped=True,
+                slots=self.slots,
+            )
         except DatabaseError:
             pass
         finally:
@@ -149,7 +177,7 @@ class WorkerMonitor:
                 )
             self._set_consuming(healthy)
         try:
-            report(self.name, healthy=healthy, problem=problem or "", queues=self.queues)
+            report(self.name, healthy=healthy, problem=problem or "", queues=self.queues, slots=self.slots)
             self.flush()
         except DatabaseError as exc:
             log.warning("worker monitor: the database is unreachable (%s)", exc)

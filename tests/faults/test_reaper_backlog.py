@@ -16,6 +16,7 @@ import pytest
 from core_testlib import wait_for
 
 from core.actions import schedule_duel
+from core.jobs.health import live_slots
 from core.models import Duel, Match
 from core.queue import broker_queue_size, send_task
 
@@ -32,6 +33,8 @@ def test_an_expired_lease_is_reaped_while_the_stalled_worker_sits_behind_a_backl
     # The control plane: beat and the consumer of the control queue (no sandbox of its own).
     start_worker(queues="control", WORKER_HEALTH_PROBE="", **CONTROL)
     stalled = start_worker(beat=False, **CONTROL)  # the only consumer of the job hints
+    # Its one slot is the fleet's capacity for job hints (the control plane's consumer serves none).
+    wait_for(lambda: live_slots() == 1, 60, "the job worker to report its slot")
     duel = schedule_duel(a, b, num_matches=40)  # deliberate players: several seconds of play
     wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "RUNNING", 60, "the worker to claim the duel")
     stalled.kill(signal.SIGSTOP)  # a GC pause, a frozen VM: its heartbeat stops, it holds its messages

@@ -130,6 +130,9 @@ def test_the_tasks_run_the_actions(hidden_env, make_competitor, settings):
     a, b = make_competitor(), make_competitor()
     play(a, b, [W1])
     assert tasks.rate_environment(hidden_env.pk) == 1
+    planned = Duel.objects.filter(kind=Duel.Kind.LADDER, state=Duel.State.QUEUED)
+    assert planned.count() == 1  # the rating planned the next duel at once
+    planned.delete()
     assert tasks.matchmake() == 1
     assert tasks.check_editions() == 1
     assert tasks.refresh_tie_fit(hidden_env.pk) == 1
