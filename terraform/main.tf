@@ -158,8 +158,8 @@ resource "digitalocean_droplet" "worker" {
   user_data  = local.worker_user_data[count.index]
 }
 
-# Main: the world reaches only nginx (80/443); SSH only from admin_cidrs; Postgres, Redis, NFS, the agent
-# registry and the join service only from the VPC.
+# Main: the world reaches only nginx (80/443); SSH only from admin_cidrs; Postgres, Redis, the agent
+# registry and the join service only from the VPC (no file sharing: workers mount nothing).
 resource "digitalocean_firewall" "main" {
   name        = "${var.name}-main"
   droplet_ids = [digitalocean_droplet.main.id]
@@ -194,12 +194,6 @@ resource "digitalocean_firewall" "main" {
   inbound_rule {
     protocol         = "tcp"
     port_range       = "6379"
-    source_addresses = [var.vpc_ip_range]
-  }
-
-  inbound_rule {
-    protocol         = "tcp"
-    port_range       = "2049"
     source_addresses = [var.vpc_ip_range]
   }
 

@@ -4,7 +4,7 @@ output "main_public_ip" {
 }
 
 output "main_private_ip" {
-  description = "VPC address of the main droplet (Postgres 5432, Redis 6379, NFS 2049, registry 5000, join service for workers)."
+  description = "VPC address of the main droplet (Postgres 5432, Redis 6379, registry 5000, join service for workers)."
   value       = digitalocean_droplet.main.ipv4_address_private
 }
 

@@ -26,7 +26,7 @@ variable "region" {
 }
 
 variable "vpc_ip_range" {
-  description = "Private network of the deployment (CIDR). Postgres, Redis and NFS answer only inside it."
+  description = "Private network of the deployment (CIDR). Postgres, Redis, the registry and the join service answer only inside it."
   type        = string
   default     = "10.42.0.0/20"
 }

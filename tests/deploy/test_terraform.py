@@ -105,10 +105,11 @@ def test_the_main_firewall_exposes_only_http_and_https_to_the_internet() -> None
     assert public_ports == {"80", "443"}
     by_port = {rule["port_range"]: sources(rule) for rule in rules}
     assert by_port["22"] == {"${var.admin_cidrs}"}
-    # Postgres, Redis, NFS, the agent registry and the join service: the private network only.
-    for private_port in ("5432", "6379", "2049", "5000", "${tostring(var.join_port)}"):
+    # Postgres, Redis, the agent registry and the join service: the private network only. No NFS (2049):
+    # workers share no disk with the main droplet.
+    for private_port in ("5432", "6379", "5000", "${tostring(var.join_port)}"):
         assert by_port[private_port] == {"${var.vpc_ip_range}"}, private_port
-    assert set(by_port) == {"80", "443", "22", "5432", "6379", "2049", "5000", "${tostring(var.join_port)}"}
+    assert set(by_port) == {"80", "443", "22", "5432", "6379", "5000", "${tostring(var.join_port)}"}
 
 
 def test_workers_accept_nothing_but_ssh_from_the_admin_addresses() -> None:
@@ -275,6 +276,9 @@ def test_the_worker_cloud_init_renders_joins_with_its_ticket_and_contains_its_co
     )
     assert "--network host" in script and "/var/run/docker.sock:/var/run/docker.sock" in script
     assert "celery -A core worker" in script
+    # No shared disk: uploads come from the database's upload store; DATA_DIR is the worker's own folder.
+    assert "nfs" not in text.lower() and "mount " not in script
+    assert "-v /var/lib/rl-arena/data:/data" in script
     unit = files["/etc/systemd/system/rl-arena-contain-agents.service"]
     assert "Before=docker.service" in unit and "RequiredBy=docker.service" in unit
     for name in ("bootstrap-worker.sh", "contain-agents.sh"):
@@ -302,6 +306,9 @@ def test_the_main_cloud_init_renders_and_starts_the_stack_the_registry_and_the_j
     assert "terraform/scripts/setup-registry.sh" in script
     assert "python3 -m autoscaler.join serve --bind $PRIVATE_IP:$JOIN_PORT" in script
     assert script.index("contain-agents.sh") < script.index("docker compose")
+    # Nothing is exported to the workers: they share no disk with this droplet.
+    assert "nfs" not in script.lower() and "exportfs" not in script
+    assert not [p for p in document["packages"] if "nfs" in p]
     for name in ("bootstrap-main.sh", "contain-agents.sh"):
         (tmp_path / name).write_text(files[f"/opt/rl-arena/{name}"])
         done = subprocess.run(["bash", "-n", str(tmp_path / name)], capture_output=True, text=True)
