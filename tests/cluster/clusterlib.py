@@ -9,10 +9,11 @@ Each node is what one worker machine of a deployment has:
   host);
 - its own host name: the worker runs in a UTS namespace of its own (``unshare --uts``), so the rows it
   claims (``Duel.worker`` is ``host:pid:thread``) and its ``WorkerStatus.host`` say which node it is, as
-  they would on separate machines.
+  they would on separate machines;
+- its own ``DATA_DIR`` (``Node.data_dir``, empty at start): no disk is shared.
 
-What the nodes share is what machines of a fleet share: PostgreSQL, Redis, the registry and ``DATA_DIR``
-(NFS in a deployment: uploaded zips, spool).
+What the nodes share is what machines of a fleet share: PostgreSQL (uploads included: the upload store,
+``core/blobs.py``), Redis and the registry.
 """
 
 from __future__ import annotations
@@ -144,6 +145,11 @@ class Node:
     worker: Process | None = None
 
     @property
+    def data_dir(self) -> Path:
+        """This node's own ``DATA_DIR`` (its worker's build scratch, spool and caches)."""
+        return self.root / "data"
+
+    @property
     def worker_name(self) -> str:
         """The Celery node name, also ``WorkerStatus.name``."""
         return f"worker@{self.name}"
@@ -209,7 +215,13 @@ class Node:
         """Start this node's Celery worker (concurrency from ``WORKER_CONCURRENCY`` in ``env``) in a UTS
         namespace whose host name is the node's name; return once it is ready."""
         self.runtime.mkdir(parents=True, exist_ok=True)
-        worker_env = {**env, "DOCKER_HOST": self.host, "AGENT_RUNTIME_DIR": str(self.runtime)}
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        worker_env = {
+            **env,
+            "DOCKER_HOST": self.host,
+            "AGENT_RUNTIME_DIR": str(self.runtime),
+            "DATA_DIR": str(self.data_dir),
+        }
         cmd = ["unshare", "--uts", sys.executable, "-c", LAUNCH, self.name, sys.executable]
         cmd += ["-m", "celery", "-A", "core", "worker", "-l", "info", "-n", self.worker_name, "-Q", queue]
         cmd += ["--without-mingle", "--without-gossip"]

@@ -63,7 +63,8 @@ def _requirements() -> None:
 
 
 def _worker_env(data_dir: Path, registry: str) -> dict[str, str]:
-    """What every process of the fleet gets (the worker adds its own DOCKER_HOST and runtime folder)."""
+    """What every process of the fleet gets (each worker adds its own DOCKER_HOST, runtime folder and
+    DATA_DIR: ``data_dir`` is the web host's, where the test process uploads, and the beat's)."""
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "core.settings",

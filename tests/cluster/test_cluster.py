@@ -155,6 +155,9 @@ def test_an_agent_built_on_node_a_plays_on_node_b(cluster: Cluster) -> None:
         assert {cluster.node_of(w) for w in [*built_by, *tested_by]} == {"a"}, (built_by, tested_by)
         assert manifest_status(cluster.registry, revision.agent_ref) == 200
         assert cluster["b"].image_digests(revision.agent_ref) is None  # never built nor pulled on B
+        # Uploaded on the web host, built on A from the upload store: A's own DATA_DIR never held the zip.
+        assert (cluster.data_dir / revision.zip_path).is_file()
+        assert not (cluster["a"].data_dir / revision.zip_path).exists()
     cluster.set_consuming("a", False)  # only node B takes this duel
     try:
         duel = schedule_duel(one, two, num_matches=SHORT)
