@@ -304,6 +304,8 @@ ORPHAN_CONTAINER_MAX_AGE_SECONDS = env_int("ORPHAN_CONTAINER_MAX_AGE_SECONDS", 3
 BUILD_LOG_MAX_CHARS = env_int("BUILD_LOG_MAX_CHARS", 200_000, minimum=1000)
 PLAYER_LOG_MAX_CHARS = env_int("PLAYER_LOG_MAX_CHARS", 256 * 1024, minimum=1000)
 DB_SAVE_RETRIES = env_int("DB_SAVE_RETRIES", 6, minimum=1)  # then the result is spooled under DATA_DIR/spool
+# A worker whose spool's disk has less free space than this (MiB) is unhealthy: it takes no job.
+SPOOL_MIN_FREE_MB = env_int("SPOOL_MIN_FREE_MB", 64, minimum=0)
 RATING_TASK_NAME = env_str("RATING_TASK_NAME", "tournament_manager.rate_environment") or ""
 # Pause a competitor whose playing revision erred in at least half the matches of each of its last N rated
 # duels (0: never); a newer revision that passes its smoke test lifts the pause.

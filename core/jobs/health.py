@@ -51,6 +51,10 @@ def probe_now() -> str | None:
         problem = probe(settings.SANDBOX)
     except Exception as exc:  # a probe that breaks is itself a problem worth reporting
         problem = f"the health probe failed: {type(exc).__name__}: {exc}"
+    if problem is None:  # a worker that could not keep a result through a database outage takes no job
+        from core.jobs.spool import disk_problem
+
+        problem = disk_problem()
     with _cache_lock:
         _cache["problem"] = (time.monotonic(), problem)
     return problem

@@ -50,20 +50,53 @@ def put(kind: str, claim: Claim, outcome: dict[str, Any]) -> Path:
     final = folder / f"{kind}-{claim.job_id}-{claim.generation}.json"
     tmp = final.with_suffix(f".tmp{os.getpid()}")
     record = {"claim": [claim.job_id, claim.generation, claim.attempt, claim.worker], "outcome": outcome}
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, final)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except OSError:  # a full disk: leave no partial file behind (the caller hears of the failure)
+        tmp.unlink(missing_ok=True)
+        raise
     log.warning("the database is unreachable: kept the %s %s outcome in %s", kind, claim.job_id, final)
     return final
 
 
+def disk_problem() -> str | None:
+    """Why this host could not keep an outcome if the database went away now (``None``: it could): the
+    spool's file system has less than ``SPOOL_MIN_FREE_MB`` free. Part of the worker's health, so a worker
+    whose disk is full takes no job (a result it played could be lost)."""
+    folder = spool_dir()
+    probe = folder if folder.is_dir() else Path(settings.DATA_DIR)
+    try:
+        stats = os.statvfs(probe)
+    except OSError as exc:
+        return f"the spool folder {folder} cannot be checked: {exc}"
+    free_mb = stats.f_bavail * stats.f_frsize / (1024 * 1024)
+    if free_mb < settings.SPOOL_MIN_FREE_MB:
+        return (
+            f"the disk of {probe} has {free_mb:.0f} MiB free, under SPOOL_MIN_FREE_MB "
+            f"({settings.SPOOL_MIN_FREE_MB}): a result could not be kept through a database outage"
+        )
+    return None
+
+
+def _clear_litter(folder: Path) -> None:
+    """Remove temporary files of writers that are gone (a process killed mid-write)."""
+    for tmp in folder.glob("*.tmp*"):
+        pid = tmp.suffix.removeprefix(".tmp")
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            tmp.unlink(missing_ok=True)
+
+
 def pending() -> Iterator[SpooledOutcome]:
-    """The spooled outcomes, oldest first (unreadable files are moved aside, never lost)."""
+    """The spooled outcomes, oldest first (unreadable files are moved aside, never lost; temporary files
+    of dead writers are removed)."""
     folder = spool_dir()
     if not folder.is_dir():
         return
+    _clear_litter(folder)
     for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime):
         match = _NAME.match(path.name)
         if match is None:
