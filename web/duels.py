@@ -121,8 +121,9 @@ def _signed(value: float) -> str:
 
 def rating_story(change: Any, outcome: str) -> list[str]:
     """What a rated duel did to one side's rating, in sentences a newcomer can follow: the result moved the
-    skill estimate mu; every duel makes the arena surer of it (sigma shrinks); the leaderboard ranks by the
-    cautious mu - 3 sigma, which therefore can rise after a loss (and fall after a win when sigma grew).
+    skill estimate mu; every duel makes the arena surer of it (sigma shrinks); the cautious skill
+    mu - 3 sigma (which picks opponents) therefore can rise after a loss (and fall after a win when sigma
+    grew).
     ``outcome`` is :func:`outcome_for`'s."""
     said = {"won": "It won this duel", "lost": "It lost this duel", "draw": "This duel was a draw"}
     lead = said.get(outcome, "This duel was rated")
@@ -145,7 +146,7 @@ def rating_story(change: Any, outcome: str) -> list[str]:
         )
     skill = change.skill_delta
     text = (
-        f"The leaderboard ranks by {_SCORE}, a cautious score (a skill it has almost surely): "
+        f"Its cautious skill {_SCORE} (a skill it has almost surely, which picks its opponents): "
         f"{change.skill_before:.2f} to {change.skill_after:.2f}, {_signed(skill)}"
     )
     if (skill > 0.005 and mu < -0.005) or (skill < -0.005 and mu > 0.005):
@@ -157,11 +158,11 @@ def rating_story(change: Any, outcome: str) -> list[str]:
     out.append(text + ".")
     if change.rank_after is not None:
         if change.rank_before is None:
-            out.append(f"Its first rated duel places it #{change.rank_after}.")
+            out.append(f"Its first rated duel places it #{change.rank_after} by {_SCORE}.")
         elif change.rank_delta:
             verb = "up" if change.rank_delta > 0 else "down"
             places = abs(change.rank_delta)
-            out.append(f"Rank: #{change.rank_before} to #{change.rank_after} ({verb} {places}).")
+            out.append(f"Rank by {_SCORE}: #{change.rank_before} to #{change.rank_after} ({verb} {places}).")
         else:
-            out.append(f"Rank: still #{change.rank_after}.")
+            out.append(f"Rank by {_SCORE}: still #{change.rank_after}.")
     return out

@@ -1,6 +1,6 @@
-"""Numbers a newcomer can read (issue 32): a lost duel whose leaderboard score rose is explained, not shown
-as a green gain; challenges show no rating change; the game says how long duels really are; matches are
-numbered from 1 wherever people read them."""
+"""Numbers a newcomer can read (issue 32): a lost duel whose cautious skill (mu - 3 sigma) rose is
+explained, not shown as a green gain; challenges show no rating change; the game says how long duels
+really are; matches are numbered from 1 wherever people read them."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def test_a_lost_duel_shows_the_skill_estimate_falling_and_explains_the_rising_sc
     assert '"delta down">-0.66' in table  # mu, in red: the result
     assert '"delta flat">+6.34' in table  # the score, in grey: no green gain after a loss
     assert '"delta up"' not in table
-    assert "Uncertainty" in table and "Skill estimate" in table and "Leaderboard score" in table
+    assert "Uncertainty" in table and "Skill estimate" in table
+    assert "Cautious skill" in table and "Rank by" in table
     story = re.search(r'data-testid="rating-story-2">(.*?)</div>', html, re.S).group(1)
     assert "It lost this duel: its skill estimate \u03bc fell by 0.66 (from 25.00 to 24.34)." in story
     assert "uncertainty \u03c3 went from 8.33 to 6.00 (lower is surer)" in story

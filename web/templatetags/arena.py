@@ -109,7 +109,8 @@ def error_lines(text: str) -> tuple[str, str]:
 @register.simple_tag
 def delta(value: float | None, digits: int = 2, neutral: bool = False) -> SafeString:
     """A signed change, green when it rose and red when it fell (e.g. ``+1.25``); ``neutral``: grey either
-    way (the leaderboard score moves with the uncertainty too: its rise after a loss is no good news)."""
+    way (the cautious skill mu - 3 sigma moves with the uncertainty too: its rise after a loss is no good
+    news)."""
     if value is None:
         return mark_safe("")
     cls = "flat" if neutral else "up" if value > 0.005 else "down" if value < -0.005 else "flat"
