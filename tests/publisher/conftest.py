@@ -3,6 +3,7 @@ with real zip files under DATA_DIR."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import uuid
@@ -97,13 +98,14 @@ def make_revision(pub_settings: Any, db: Any) -> Callable[..., Any]:
         rel = f"submissions/{competitor.pk}/{version}.zip"
         path = Path(pub_settings.DATA_DIR) / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(zip_bytes(files or {"player.py": f"# {name} v{version}\n"}))
+        content = zip_bytes(files or {"player.py": f"# {name} v{version}\n"})
+        path.write_bytes(content)
         return Revision.objects.create(
             competitor=competitor,
             version=version,
             state=state,
             zip_path=rel,
-            content_hash="0" * 64,
+            content_hash=hashlib.sha256(content).hexdigest(),  # the publisher reads only verified bytes
             agent_ref="x",
             is_public=public,
             publish_state="PENDING" if public else "PRIVATE",
