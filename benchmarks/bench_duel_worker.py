@@ -18,6 +18,12 @@ Per mode: ``--warmup`` duels first (the worker starts, images are checked, warm 
 minute, the load average before and after each mode (the machine is shared: compare modes of the same
 run), and fails if any duel ended FAILED or had a match lost on our side. The last line is
 ``duels/min: N`` for the first mode.
+
+CPU per timed duel: the worker's process tree; dockerd and containerd; the sandbox containers the worker's
+processes created (:class:`SandboxCpu`: read from their cgroups through the window, so containers removed
+before it ends count too); the PostgreSQL server's backends connected to ``--db`` (processes of the
+server, never a client whose command line names the database). Every process runs with
+``DATABASE_CONN_MAX_AGE`` as ``example.env`` ships it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -58,11 +65,21 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
+def shipped_setting(name: str, default: str) -> str:
+    """Setting ``name`` as ``example.env`` ships it: the configuration operators run."""
+    for line in (REPO / "example.env").read_text().splitlines():
+        if line.startswith(f"{name}="):
+            return line.split("=", 1)[1].strip()
+    return default
+
+
 def process_env(args: argparse.Namespace, run_id: str, data_dir: str) -> dict[str, str]:
-    """What the bench and its worker read their settings from."""
+    """What the bench and its worker read their settings from (``DATABASE_CONN_MAX_AGE`` as
+    ``example.env`` ships it, whether or not a ``.env`` exists)."""
     return {
         "DJANGO_SETTINGS_MODULE": "core.settings",
         "DATABASE_URL": f"{args.pg}/{args.db}",
+        "DATABASE_CONN_MAX_AGE": shipped_setting("DATABASE_CONN_MAX_AGE", "0"),
         "REDIS_URL": args.redis,
         "CELERY_BROKER_URL": args.redis,
         "CELERY_QUEUE": f"bench-dw-{run_id}",
@@ -168,8 +185,129 @@ def _stat(pid: int) -> list[str]:
 
 
 def process_tree_cpu(root: int) -> float:
-    """CPU seconds of ``root`` and every live descendant, plus the children it already reaped."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """CPU seconds of ``root`` and every live descendant, each with the children it already reaped (a
+    descendant that ends moves into its parent's count, so the sum never drops)."""
+    return sum(process_cpu(pid) for pid in tree_pids(root))
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and the children it reaped (0 once it is gone)."""
+    try:
+        fields = _stat(pid)
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+
+
+def engine_pids() -> list[int]:
+    """dockerd and containerd (shared with everything else using the engine on this machine). Counted
+    without their live descendants, which hold the containers' processes (counted from the containers'
+    cgroups) and end with them; the per-container shims are not counted."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/comm") as handle:
+                    if handle.read().strip() in ("dockerd", "containerd"):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+#: Where the engine's containers' cgroups are: (folder of one per container id, CPU file, its unit in s).
+CGROUPS = (
+    ("/sys/fs/cgroup/cpuacct/docker", "cpuacct.usage", 1e-9),  # cgroup v1, cgroupfs driver
+    ("/sys/fs/cgroup/system.slice", "cpu.stat", 1e-6),  # cgroup v2, systemd driver (docker-<id>.scope)
+)
+
+
+class SandboxCpu:
+    """CPU seconds of the sandbox containers (agents, warm factories) that the worker's processes create,
+    over a window, including containers removed before it ends: a thread reads their cgroups every
+    ``period`` seconds and keeps each container's last reading. Counted from a container's reading at
+    :meth:`start` (0 for one created later) to its last reading; what a container spends in its last
+    ``period`` before removal is missed. The owner is the ``rl-arena.owner-pid`` label (one inspect per
+    new container)."""
+
+    def __init__(self, worker_pid: int, period: float = 0.2) -> None:
+        self.worker_pid, self.period = worker_pid, period
+        self.owner: dict[str, bool] = {}  # container id -> created by the worker
+        self.base: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _usage(container_id: str) -> float | None:
+        for folder, name, unit in CGROUPS:
+            scope = "" if name == "cpuacct.usage" else "docker-"
+            suffix = "" if name == "cpuacct.usage" else ".scope"
+            try:
+                with open(f"{folder}/{scope}{container_id}{suffix}/{name}") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            if name == "cpu.stat":
+                text = next(line.split()[1] for line in text.splitlines() if line.startswith("usage_usec"))
+            return int(text) * unit
+        return None
+
+    @staticmethod
+    def _ids() -> list[str]:
+        found: list[str] = []
+        for folder, name, _ in CGROUPS:
+            try:
+                entries = os.listdir(folder)
+            except OSError:
+                continue
+            if name == "cpuacct.usage":
+                found += [e for e in entries if len(e) == 64]
+            else:
+                found += [e[7:-6] for e in entries if e.startswith("docker-") and e.endswith(".scope")]
+        return found
+
+    def _ours(self, container_id: str, pids: set[int]) -> bool:
+        if container_id not in self.owner:
+            from run_duel.sandbox.docker_client import get_client
+
+            try:
+                labels = get_client().api.inspect_container(container_id)["Config"]["Labels"] or {}
+                self.owner[container_id] = int(labels.get("rl-arena.owner-pid", -1)) in pids
+            except Exception:  # gone already, or not ours to read
+                self.owner[container_id] = False
+        return self.owner[container_id]
+
+    def poll(self, baseline: bool = False) -> None:
+        pids = tree_pids(self.worker_pid)
+        for container_id in self._ids():
+            if not self._ours(container_id, pids):
+                continue
+            usage = self._usage(container_id)
+            if usage is None:
+                continue
+            if container_id not in self.base:
+                self.base[container_id] = usage if baseline else 0.0
+            self.last[container_id] = usage
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.poll()
+
+    def start(self) -> None:
+        self.poll(baseline=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        """Stop reading; the CPU seconds of the window."""
+        self._stop.set()
+        self._thread.join()
+        self.poll()
+        return sum(self.last[c] - self.base[c] for c in self.last)
+
+
+def tree_pids(root: int) -> set[int]:
+    """``root`` and its live descendants."""
     parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -183,58 +321,27 @@ def process_tree_cpu(root: int) -> float:
         children = [child for child, parent in parents.items() if parent == pid]
         tree.update(children)
         frontier.extend(children)
-    total = 0
-    for pid in tree:
-        try:
-            fields = _stat(pid)
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:13])  # utime, stime
-        if pid == root:
-            total += sum(int(x) for x in fields[13:15])  # cutime, cstime
-    return total / tick
-
-
-def engine_pids() -> list[int]:
-    """dockerd and containerd (shared with everything else using the engine on this machine)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/comm") as handle:
-                    if handle.read().strip() in ("dockerd", "containerd"):
-                        found.append(int(name))
-            except OSError:
-                continue
-    return found
-
-
-def warm_agents_cpu() -> float:
-    """CPU seconds of every warm container on the engine (their cgroups; cgroup v1 with the cgroupfs
-    driver): the agents' and factories' CPU while the containers live (0 when unreadable)."""
-    from run_duel.sandbox.docker_client import get_client
-
-    total = 0
-    for summary in get_client().api.containers(filters={"label": "rl-arena.warm=1"}):
-        try:
-            with open(f"/sys/fs/cgroup/cpuacct/docker/{summary['Id']}/cpuacct.usage") as handle:
-                total += int(handle.read())
-        except (OSError, ValueError):
-            continue
-    return total / 1e9
+    return tree
 
 
 def postgres_cpu(database: str) -> float:
-    """CPU seconds of the PostgreSQL backends connected to ``database`` (live ones)."""
+    """CPU seconds of the PostgreSQL server's backends connected to ``database`` (live ones): processes
+    named ``postgres`` whose title names the database, never a client whose command line holds its name
+    (the bench, its Celery worker)."""
     total = 0.0
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                with open(f"/proc/{name}/cmdline", "rb") as handle:
-                    if f" {database} ".encode() not in handle.read().replace(b"\0", b" ") + b" ":
+                with open(f"/proc/{name}/comm") as handle:
+                    if handle.read().strip() != "postgres":
                         continue
-                total += process_tree_cpu(int(name))
-            except OSError:
+                with open(f"/proc/{name}/cmdline", "rb") as handle:
+                    title = handle.read().replace(b"\0", b" ").split()
+                # "postgres: [<cluster>:] <user> <database> <host> <state>"
+                if title[:1] != [b"postgres:"] or database.encode() not in title[1:4]:
+                    continue
+                total += sum(int(x) for x in _stat(int(name))[11:13]) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
                 continue
     return total
 
@@ -290,18 +397,22 @@ def main() -> int:
                 def sample() -> tuple[float, ...]:
                     return (
                         process_tree_cpu(worker.pid),  # noqa: B023 - called within the iteration
-                        sum(process_tree_cpu(p) for p in engine),  # noqa: B023
-                        warm_agents_cpu(),
+                        sum(process_cpu(p) for p in engine),  # noqa: B023
                         postgres_cpu(args.db),
                         machine_busy(),
                     )
 
+                sandboxes = SandboxCpu(worker.pid)
+                sandboxes.start()
                 cpu0 = sample()
                 seconds, ids = play(revisions, args.duels, rng, timeout=1800)
                 cpu1 = sample()
+                agents_cpu = sandboxes.stop()
             finally:
                 stop_worker(worker)
-            per_duel = [(b - a) / args.duels * 1e3 for a, b in zip(cpu0, cpu1, strict=True)]
+            worker_cpu, engine_cpu, postgres, machine = [
+                (b - a) / args.duels * 1e3 for a, b in zip(cpu0, cpu1, strict=True)
+            ]
             problem = check(ids)
             if problem:
                 raise SystemExit(f"{mode}: {problem}")
@@ -312,12 +423,11 @@ def main() -> int:
                 f"load average before {before}, after {load()}",
                 flush=True,
             )
-            agents = f"{per_duel[2]:.0f}" if mode == "warm" else "n/a (containers gone)"
             print(
-                f"       CPU ms per duel: worker (referee, Celery, Django) {per_duel[0]:.0f}, "
-                f"dockerd + containerd {per_duel[1]:.0f}, warm containers (agents) {agents}, "
-                f"PostgreSQL backends {per_duel[3]:.0f}; the whole machine {per_duel[4]:.0f} "
-                "(shared: other users' work included)",
+                f"       CPU ms per duel: worker (referee, Celery, Django) {worker_cpu:.0f}, "
+                f"dockerd + containerd {engine_cpu:.0f}, the worker's sandbox containers (agents, "
+                f"factories) {agents_cpu / args.duels * 1e3:.0f}, PostgreSQL backends {postgres:.0f}; "
+                f"the whole machine {machine:.0f} (shared: other users' work included)",
                 flush=True,
             )
         if {"warm", "cold"} <= set(rates):
