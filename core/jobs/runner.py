@@ -18,6 +18,7 @@ outcome and how to fail it. The runner does the rest, the same way for all of th
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -134,13 +135,36 @@ def _store(kind: JobKind[Any], claim: Claim, outcome: dict[str, Any]) -> str:
         stored = retry_on_db_error(lambda: kind.record(claim, outcome))
     except (OperationalError, InterfaceError):
         connection.close()
-        spool.put(kind.name, claim, outcome)
-        return "spooled"
+        try:
+            spool.put(kind.name, claim, outcome)
+            return "spooled"
+        except OSError as exc:  # the disk cannot take it either: keep it in memory until the database answers
+            log.error(
+                "%s %s: the outcome cannot be spooled (%s); waiting for the database with it in memory",
+                kind.name,
+                claim.job_id,
+                exc,
+            )
+            stored = _record_when_the_database_answers(kind, claim, outcome)
     if not stored:
         log.warning(
             "%s %s: outcome refused (it is over, or another worker holds it)", kind.name, claim.job_id
         )
     return "recorded" if stored else "refused"
+
+
+def _record_when_the_database_answers(kind: JobKind[Any], claim: Claim, outcome: dict[str, Any]) -> bool:
+    """Store ``outcome`` however long the database takes (the worker's heartbeat keeps the claim while it
+    waits): the last resort for a played result that neither the database nor the disk can take now."""
+    assert kind.record is not None
+    delay = 1.0
+    while True:
+        try:
+            return kind.record(claim, outcome)
+        except (OperationalError, InterfaceError):
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
 
 def flush_spool() -> int:

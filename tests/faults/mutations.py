@@ -106,6 +106,13 @@ MUTATIONS = [
         "tests/faults/test_database_outage.py::test_a_result_finished_during_an_outage_is_spooled_and_recorded_once",
     ),
     Mutation(
+        "result-in-memory",
+        "core/jobs/runner.py",
+        "            stored = _record_when_the_database_answers(kind, claim, outcome)",
+        "            raise",
+        "tests/faults/test_database_outage.py::test_a_result_neither_the_database_nor_a_full_disk_can_take_is_kept_until_the_database_answers",
+    ),
+    Mutation(
         "database-error-hint",
         "core/queue.py",
         "    send_task(task_name, *args, countdown=delay)",

@@ -18,6 +18,7 @@ has shown (in its log) that it reacted, so nothing depends on how fast the machi
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,29 @@ def test_a_result_whose_commit_reply_was_lost_is_not_recorded_twice(start_worker
     duel = _played_once_uncharged(duel)
     assert duel.finished_at == finished_at
     assert (duel.attempts, duel.generation) == (1, 1)
+
+
+def test_a_result_neither_the_database_nor_a_full_disk_can_take_is_kept_until_the_database_answers(
+    start_worker, eligible, db_proxy, data_dir
+):
+    players = _players(eligible)
+    folder = data_dir / "spool"
+    folder.mkdir(parents=True, exist_ok=True)
+    command = ["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(folder)]
+    mounted = subprocess.run(command, capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        # The disk filled after the worker's health check passed (SPOOL_MIN_FREE_MB=0: not checked).
+        worker = start_worker(**_worker_env(db_proxy, SPOOL_MIN_FREE_MB="0"))
+        trap = db_proxy.trap(DUEL_RECORD_LOCK, "cut")
+        duel = schedule_duel(*players, num_matches=MATCHES)
+        trap.wait(120, "the duel to record its result")
+        wait_for(lambda: "cannot be spooled" in worker.log(), 60, "the spool to refuse the result")
+        assert list(folder.iterdir()) == []  # nothing half-written
+        db_proxy.restore()
+        wait_for(lambda: _state(duel)[0] == "FINISHED", 120, "the result kept in memory")
+        duel = _played_once_uncharged(duel)
+        assert (duel.attempts, duel.generation) == (1, 1)  # the played result was not lost
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
