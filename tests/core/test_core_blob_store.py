@@ -163,3 +163,22 @@ def test_retention_deletes_a_stored_upload_only_when_no_kept_revision_shares_it(
     assert (report.zips_deleted, report.blobs_deleted) == (2, 1)
     assert list(Blob.objects.values_list("pk", flat=True)) == [twin.content_hash]  # the twin still plays
     assert not BlobChunk.objects.filter(blob_id=failed.content_hash).exists()
+
+
+def test_the_source_download_is_served_from_the_store_when_this_host_lost_its_zip(
+    environments, make_user, client
+):
+    from django.urls import reverse
+
+    owner = make_user()
+    revision = submit_revision(owner, "tic-tac-toe", "mine", zip_player("random"))
+    cached = storage.absolute(revision.zip_path)
+    content = cached.read_bytes()
+    cached.unlink()
+    client.force_login(owner)
+    response = client.get(reverse("web:revision-download", args=[revision.pk]))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == content
+    assert not list(storage.tmp_dir().iterdir())
+    Blob.objects.all().delete()  # neither the store nor this host has it: missing, never a server error
+    assert client.get(reverse("web:revision-download", args=[revision.pk])).status_code == 404
