@@ -93,19 +93,22 @@ def report(
             WorkerStatus.objects.create(name=name, healthy=healthy, changed_at=Now(), **values)
 
 
+def silent_after_s() -> float:
+    """A worker whose last report is older than this (database time) is not counted as running: three
+    health intervals, at least 30 s (a monitor round can be late on a loaded machine)."""
+    return max(3 * settings.WORKER_HEALTH_INTERVAL_SECONDS, 30.0)
+
+
 def live_slots(queue: str | None = None) -> int:
     """Job slots of the workers that serve ``queue`` (default: the job hints' queue) and are healthy now:
-    a report within ``3 x WORKER_HEALTH_INTERVAL_SECONDS`` (database time), not stopped. Scheduling keeps
-    these busy."""
+    a report within :func:`silent_after_s` (database time), not stopped. Scheduling keeps these busy."""
     from django.db.models import Sum
 
     from core.actions.jobs import db_in
     from core.models import WorkerStatus
 
     name = queue or settings.CELERY_TASK_DEFAULT_QUEUE
-    rows = WorkerStatus.objects.filter(
-        healthy=True, stopped=False, last_seen__gte=db_in(-3 * settings.WORKER_HEALTH_INTERVAL_SECONDS)
-    )
+    rows = WorkerStatus.objects.filter(healthy=True, stopped=False, last_seen__gte=db_in(-silent_after_s()))
     serving = [pk for pk, queues in rows.values_list("pk", "queues") if name in queues.split(",")]
     return int(WorkerStatus.objects.filter(pk__in=serving).aggregate(n=Sum("slots"))["n"] or 0)
 

@@ -76,20 +76,42 @@ def _backing_off(model: type[Build] | type[SmokeTest] | type[Duel]) -> tuple[int
 
 
 def _workers() -> list[dict[str, Any]]:
-    """Every ``WorkerStatus`` row, with how long ago it last reported (database time)."""
+    """Every ``WorkerStatus`` row, with how long ago it last reported (database time). ``healthy`` only
+    for a worker that runs (not stopped), reported within ``silent_after_s()`` and said it was
+    healthy: a stopped or silent worker is never shown healthy (``reporting`` tells the silent ones)."""
+    from core.jobs.health import silent_after_s
+
+    silent_after = silent_after_s()
     rows = WorkerStatus.objects.annotate(age=_since("last_seen")).order_by("name")
-    return [
-        {
-            "name": w.name,
-            "host": w.host,
-            "queues": w.queues,
-            "healthy": w.healthy,
-            "problem": w.problem,
-            "stopped": w.stopped,
-            "last_seen_s": _seconds(w.age),
-        }
-        for w in rows
-    ]
+    workers = []
+    for w in rows:
+        age = _seconds(w.age)
+        reporting = not w.stopped and age is not None and age <= silent_after
+        workers.append(
+            {
+                "name": w.name,
+                "host": w.host,
+                "queues": w.queues,
+                "healthy": w.healthy and reporting,
+                "problem": w.problem,
+                "stopped": w.stopped,
+                "reporting": reporting,
+                "slots": w.slots,
+                "last_seen_s": age,
+            }
+        )
+    return workers
+
+
+def worker_state(worker: dict[str, Any]) -> str:
+    """How ``queue_status`` words one worker's state."""
+    if worker["stopped"]:
+        return "stopped"
+    if worker["problem"] and not worker["healthy"]:
+        return f"unhealthy: {worker['problem']}"
+    if not worker["reporting"]:
+        return "not reporting (it may have died)"
+    return "healthy" if worker["healthy"] else "unhealthy"
 
 
 def queue_status() -> dict[str, Any]:
@@ -147,7 +169,5 @@ class Command(BaseCommand):
         workers = status["workers"]
         self.stdout.write(f"workers: {len(workers)}" + ("" if workers else " (none has reported)"))
         for w in workers:
-            health = "healthy" if w["healthy"] else f"unhealthy: {w['problem']}"
-            stopped = ", stopped" if w["stopped"] else ""
-            self.stdout.write(f"  {w['name']}: {health}{stopped}; last seen {duration(w['last_seen_s'])} ago")
+            self.stdout.write(f"  {w['name']}: {worker_state(w)}; last seen {duration(w['last_seen_s'])} ago")
         self.stdout.write(f"broker queue length: {status['broker_queue']}")
