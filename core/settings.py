@@ -441,6 +441,10 @@ TM_MAX_DUEL_MATCHES = env_int("TM_MAX_DUEL_MATCHES", 0, minimum=0)
 # A pair is settled (not replayed) when the Bradley-Terry fit's 95 % interval of its strength difference
 # excludes 0 or lies within +-TM_TIE_MARGIN (log-strength; 0.2 = an expected score within 0.45-0.55).
 TM_TIE_MARGIN = env_float("TM_TIE_MARGIN", 0.2, minimum=0.0)
+# The leaderboard's fit counts each pair as at most TM_PAIR_MATCHES results; pairs at most TM_NEIGHBOURS
+# places apart in its order are settled only after that many matches head to head (0: equal weights, no
+# such requirement).
+TM_PAIR_MATCHES = env_int("TM_PAIR_MATCHES", 20, minimum=0)
 TM_DAILY_DUELS = env_int("TM_DAILY_DUELS", 200, minimum=0)
 # The leaderboard marks a rating "provisional" while its sigma is above this (tournament_manager/leaderboard).
 TM_PROVISIONAL_SIGMA = env_float("TM_PROVISIONAL_SIGMA", 2.0, minimum=0.0)

@@ -412,8 +412,9 @@ def matchmake(
         revision_of = {c.id: rev for c, rev in cands}
         policy = ladder_policy(env.matches_per_duel)
         fit = tie_fit.stored_fit(environment_id)  # settled pairs: the Bradley-Terry fit's verdicts
-        settled = fit.is_settled if fit is not None else None
-        planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, timezone.now(), policy, settled)
+        settled, to_play = (fit.needs_no_duel, fit.needs_play) if fit is not None else (None, ())
+        now = timezone.now()
+        planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, now, policy, settled, to_play)
         for duel in planned:
             first, second = (duel.a, duel.b) if rng.random() < 0.5 else (duel.b, duel.a)
             created.append(

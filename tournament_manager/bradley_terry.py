@@ -510,19 +510,25 @@ def fit(
     )
 
 
-def pair_weights(table: np.ndarray) -> np.ndarray:
-    """Inverse-sampling weights: every pair that played counts as much as the average pair.
+def pair_weights(table: np.ndarray, cap: float | None = None) -> np.ndarray:
+    """Weights that keep the schedule out of the estimate.
 
-    Pair ``k``'s weight is ``mean games per pair / games of pair k``, so the weighted fit solves, for
-    every competitor, "its score against each opponent it met, averaged with equal weight per opponent,
-    equals the model's": the round robin's Bradley-Terry fit when every pair has played, whatever the
-    schedule spent on each (a ladder replays its close neighbours far more often than anyone else).
+    Without ``cap`` (inverse-sampling weights): pair ``k``'s weight is ``mean games per pair / games of
+    pair k``, every pair that played counts the same. With ``cap``: ``min(1, cap / games of pair k)``,
+    a pair counts as at most ``cap`` results (uniform coverage): a ladder that replays its close
+    neighbours far more often than anything else cannot make them count more, and pairs with few results
+    are not blown up to the weight of well-measured ones. Either way, once every pair has played (at least
+    ``cap`` times), the weighted fit is the round robin's Bradley-Terry fit.
     """
     games = np.asarray(table, dtype=np.float64).reshape(-1, 3).sum(axis=1)
     if games.size == 0:
         return games
     if np.any(games <= 0):
         raise ValueError("every pair must have played")
+    if cap is not None:
+        if cap <= 0:
+            raise ValueError(f"cap must be > 0, got {cap}")
+        return np.minimum(1.0, cap / games)
     return games.mean() / games
 
 

@@ -9,7 +9,8 @@ nothing but was paid for), and the competitors' ``in_flight``, ``last_played_at`
 24 hours are what matchmaking sees. Worker-seconds are counted when a duel finishes. The results are also
 kept as a pair table (what ``PairRecord`` holds), refitted by the leaderboard's Bradley-Terry fit
 (:func:`tournament_manager.settled.fit_table`) at most every ``fit_every_s`` (production: the tie fit's
-debounce ``TM_TIE_FIT_DELAY_SECONDS``), and matchmaking gets that fit's settled pairs.
+debounce ``TM_TIE_FIT_DELAY_SECONDS``), and matchmaking gets that fit (its settled pairs and the pairs
+it needs played).
 
 The league is anything with ``n_agents``, ``play(first, second) -> 1.0 | 0.5 | 0.0 | None`` and
 ``pairs_correct(scores)`` (:class:`~tournament_manager.simulation.SimulatedLeague`,
@@ -31,15 +32,13 @@ import numpy as np
 from tournament_manager.duel_plan import DuelCost
 from tournament_manager.matchmaking import Candidate, PlannedDuel
 from tournament_manager.rating import Rater, Skill
-from tournament_manager.settled import TIE_MARGIN, PairFit, fit_table
+from tournament_manager.settled import NEAR, PAIR_MATCHES, TIE_MARGIN, PairFit, fit_table
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 DAY_S = 86_400.0
 
-#: (candidates, batch size, rng, now, settled pairs or None) -> duels to queue.
-Planner = Callable[
-    [list[Candidate], int, random.Random, datetime, Callable[[int, int], bool] | None], list[PlannedDuel]
-]
+#: (candidates, batch size, rng, now, the latest leaderboard fit or None) -> duels to queue.
+Planner = Callable[[list[Candidate], int, random.Random, datetime, PairFit | None], list[PlannedDuel]]
 
 
 class League(Protocol):
@@ -66,6 +65,8 @@ class LadderSetup:
     fit_every_s: float | None = 60.0
     fit_bootstrap: int = 100
     tie_margin: float = TIE_MARGIN
+    pair_matches: int = PAIR_MATCHES
+    near: int = NEAR
 
 
 @dataclass
@@ -153,6 +154,8 @@ class LadderSimulation:
             bootstrap=self.setup.fit_bootstrap if bootstrap is None else bootstrap,
             margin=self.setup.tie_margin,
             keep_replicates=keep_replicates,
+            pair_matches=self.setup.pair_matches,
+            near=self.setup.near,
         )
 
     def _refit(self) -> None:
@@ -168,8 +171,7 @@ class LadderSimulation:
         if batch:
             self._refit()
             now = START + timedelta(seconds=self.now_s)
-            settled = self.fit.is_settled if self.fit is not None else None
-            for duel in self.planner(self._candidates(), batch, self.rng, now, settled):
+            for duel in self.planner(self._candidates(), batch, self.rng, now, self.fit):
                 a, b = (duel.a, duel.b) if self.rng.random() < 0.5 else (duel.b, duel.a)
                 k = duel.matches or self.setup.default_matches
                 self._queue.append((a, b, k))

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -166,11 +166,16 @@ def plan_duels(
     now: datetime,
     policy: MatchmakingPolicy = DEFAULT_POLICY,
     settled: Callable[[Hashable, Hashable], bool] | None = None,
+    to_play: Iterable[tuple[Hashable, Hashable]] = (),
 ) -> list[PlannedDuel]:
     """Up to ``batch_size`` disjoint duels to schedule next, with their lengths (module docstring).
 
     ``settled(id_a, id_b)``: whether the pair's order or tie is known (production: the stored
     Bradley-Terry fit's verdict, :meth:`tournament_manager.tie_fit.TieFit.is_settled`); None: no pair is.
+    ``to_play``: pairs the fit needs played (neighbours in its order with too few results head to head,
+    ``TieFit.needs_play``): the ordering pass takes them first, then the neighbours by ``mu``. In
+    production ``settled`` is ``TieFit.worth_playing``'s negation: a pair with ``TM_PAIR_MATCHES``
+    results already counts fully, replaying it teaches the leaderboard nothing.
     """
     if batch_size < 0:
         raise ValueError(f"batch_size must be >= 0, got {batch_size}")
@@ -220,6 +225,11 @@ def plan_duels(
         del pool[cid]
     by_mu = sorted(pool.values(), key=lambda c: (c.skill.mu, rng.random()))
     neighbour_pairs = [(a, b) for x, a in enumerate(by_mu) for b in by_mu[x + 1 : x + 1 + policy.neighbours]]
+    known = {frozenset((a.id, b.id)) for a, b in neighbour_pairs}
+    for a, b in to_play:
+        if a in pool and b in pool and a != b and frozenset((a, b)) not in known:
+            known.add(frozenset((a, b)))
+            neighbour_pairs.append((pool[a], pool[b]))
     open_pairs = [(a, b) for a, b in neighbour_pairs if not twins(a, b) and not is_settled(a, b)]
     unsettled = {c.id for pair in open_pairs for c in pair}
 
@@ -252,7 +262,11 @@ def plan_duels(
             return best_length(rater, a.skill, b.skill, cost, policy.duel_lengths)[1]
         return ordering_doubt(a.skill, b.skill)
 
-    scored = [(score(a, b), rng.random(), a.id, b.id) for a, b in open_pairs]
+    wanted_first = {frozenset(p) for p in to_play}
+    scored = [
+        (score(a, b) + (1e9 if frozenset((a.id, b.id)) in wanted_first else 0.0), rng.random(), a.id, b.id)
+        for a, b in open_pairs
+    ]
     wanted = remaining - n_random
     for _, _, a, b in sorted(scored, key=lambda t: (-t[0], t[1])):
         if wanted == 0:

@@ -1,8 +1,8 @@
 """When a pair of competitors is settled: its order, or its tie, is known from the Bradley-Terry fit.
 
-The leaderboard's order is the Bradley-Terry fit of :mod:`tournament_manager.tie_fit` (every pair that
-played weighted the same, bootstrap intervals). A pair ``a``, ``b`` is **settled** when the 95 %
-bootstrap interval of ``theta_a - theta_b`` (from the fit's replicates: the two strengths' joint
+The leaderboard's order is the Bradley-Terry fit of :mod:`tournament_manager.tie_fit` (every pair
+counting as at most ``TM_PAIR_MATCHES`` results, bootstrap intervals). A pair ``a``, ``b`` is **settled**
+when the 95 % bootstrap interval of ``theta_a - theta_b`` (from the fit's replicates: the two strengths' joint
 uncertainty, not two separate intervals)
 
 - excludes 0: their order is known (``"order"``), or
@@ -10,8 +10,12 @@ uncertainty, not two separate intervals)
   in log-strength is an expected score between 0.45 and 0.55 between them). Two agents that always draw
   have a difference interval of exactly 0 and are settled as a tie.
 
-Nothing else settles a pair: never TrueSkill's sigma. Matchmaking does not replay settled pairs, so a
-league whose neighbours are all settled rests.
+and the pair is not one of the **near pairs still to play** (:func:`needs_play`): pairs at most
+``TM_NEIGHBOURS`` places apart in the fit's order with fewer than ``TM_PAIR_MATCHES`` (20) results head
+to head. The fit counts each pair as at most that many results, so the estimand is the round robin's, and
+in a game whose strategies cycle no model replaces the results of pairs close in the order. Nothing else
+settles a pair: never TrueSkill's sigma. Matchmaking does not replay settled pairs and plays the near
+pairs still to play, so a league whose neighbours are all settled rests.
 
 Without replicates (the linearised intervals of very large fits) the difference interval is bounded by
 the two competitors' own intervals, ``[lo_a - hi_b, hi_a - lo_b]``: wider, so it settles later, never
@@ -30,6 +34,11 @@ from tournament_manager.bradley_terry import fit_pair_counts, pair_weights
 
 #: Default tie margin (log-strength): ``TM_TIE_MARGIN``.
 TIE_MARGIN = 0.2
+#: Default ``TM_PAIR_MATCHES``: a pair counts as at most this many results in the fit, and neighbours in
+#: the fit's order are settled only once they have played this many matches head to head.
+PAIR_MATCHES = 20
+#: Default neighbourhood (places apart in the fit's order) whose pairs must be played: ``TM_NEIGHBOURS``.
+NEAR = 5
 #: Up to this many competitors every pair is checked with the bootstrap replicates.
 ALL_PAIRS_MAX = 300
 #: Beyond it, pairs at most this many places apart in the fit's order.
@@ -80,6 +89,39 @@ def pair_verdicts(
         if v is not None:
             out[(ids[a], ids[b])] = v
     return out
+
+
+def needs_play(
+    ids: Sequence[Hashable], theta: np.ndarray, pairs: np.ndarray, table: np.ndarray, near: int, matches: int
+) -> frozenset[tuple[Hashable, Hashable]]:
+    """Pairs at most ``near`` places apart in the fit's order with fewer than ``matches`` results head to
+    head: the estimand counts every pair, and in a game whose strategies cycle no model can stand in for
+    the results of a pair close in the order, so they are never settled and matchmaking plays them."""
+    n = len(ids)
+    if n < 2 or near < 1 or matches <= 0:
+        return frozenset()
+    games = {
+        (int(a), int(b)): float(g)
+        for (a, b), g in zip(pairs.tolist(), table.sum(axis=1).tolist(), strict=True)
+    }
+    order = np.argsort(-np.asarray(theta), kind="stable").tolist()
+    out = set()
+    for x in range(n):
+        for y in range(x + 1, min(n, x + 1 + near)):
+            a, b = min(order[x], order[y]), max(order[x], order[y])
+            if games.get((a, b), 0.0) < matches:
+                out.add((ids[a], ids[b]))
+    return frozenset(out)
+
+
+def full_pairs(
+    ids: Sequence[Hashable], pairs: np.ndarray, table: np.ndarray, matches: int
+) -> frozenset[tuple[Hashable, Hashable]]:
+    """Pairs with at least ``matches`` results (0: none): the fit counts them as ``matches`` results."""
+    if matches <= 0 or not len(pairs):
+        return frozenset()
+    done = np.flatnonzero(np.asarray(table).sum(axis=1) >= matches)
+    return frozenset((ids[int(pairs[k, 0])], ids[int(pairs[k, 1])]) for k in done)
 
 
 def knows_order(
@@ -187,10 +229,24 @@ class PairFit:
     ids: tuple[Hashable, ...] = ()
     #: id -> (expected score against the field, lower, upper): :func:`field_scores`.
     scores: dict[Hashable, tuple[float, float, float]] = field(default_factory=dict)
+    #: Near pairs that have not played enough to be settled (:func:`needs_play`).
+    needs_play: frozenset[tuple[Hashable, Hashable]] = frozenset()
+    #: Pairs with ``pair_matches`` results or more: they count fully, replaying them teaches the fit nothing.
+    full: frozenset[tuple[Hashable, Hashable]] = frozenset()
 
     def is_settled(self, a: Hashable, b: Hashable) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
+        if (a, b) in self.needs_play or (b, a) in self.needs_play:
+            return False
         return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
+
+    def worth_playing(self, a: Hashable, b: Hashable) -> bool:
+        """Whether a duel between them can still move the leaderboard: not settled and not full."""
+        return not self.is_settled(a, b) and (a, b) not in self.full and (b, a) not in self.full
+
+    def needs_no_duel(self, a: Hashable, b: Hashable) -> bool:
+        """Matchmaking's test: settled, or full (see :meth:`worth_playing`)."""
+        return not self.worth_playing(a, b)
 
     def knows_order(self, a: Hashable, b: Hashable) -> bool:
         """Whether the fit knows which of the two is stronger."""
@@ -206,11 +262,15 @@ def fit_table(
     bootstrap: int = 100,
     margin: float = TIE_MARGIN,
     keep_replicates: bool = False,
+    pair_matches: int = PAIR_MATCHES,
+    near: int = NEAR,
 ) -> PairFit:
-    """Fit a pair table the leaderboard's way: Bradley-Terry with every pair that played weighted the same
-    (:func:`~tournament_manager.bradley_terry.pair_weights`: the estimate does not depend on how often the
-    schedule played each pair), bootstrap intervals, and the settled pairs (:func:`pair_verdicts`).
-    ``pairs``/``table`` as :func:`~tournament_manager.bradley_terry.fit_pair_counts` takes them."""
+    """Fit a pair table the leaderboard's way: Bradley-Terry with every pair counting as at most
+    ``pair_matches`` results (:func:`~tournament_manager.bradley_terry.pair_weights`: how often the
+    schedule replayed a pair does not move the estimate), bootstrap intervals, the settled pairs
+    (:func:`pair_verdicts`) and the near pairs still to play (:func:`needs_play`). ``pairs``/``table`` as
+    :func:`~tournament_manager.bradley_terry.fit_pair_counts` takes them; ``pair_matches`` 0: every pair
+    that played counts the same (inverse-sampling weights) and no pair needs play."""
     ids = list(ids)
     if not ids:
         return PairFit({}, margin=margin)
@@ -220,7 +280,7 @@ def fit_table(
         table,
         bootstrap=bootstrap,
         seed=seed,
-        weights=pair_weights(table),
+        weights=pair_weights(table, cap=pair_matches if pair_matches > 0 else None),
         keep_replicates=True,
     )
     intervals = {c: (float(bt.theta[k]), float(bt.lower[k]), float(bt.upper[k])) for k, c in enumerate(ids)}
@@ -236,4 +296,6 @@ def fit_table(
         bt.replicates if keep_replicates else None,
         tuple(ids),
         scores,
+        needs_play(ids, bt.theta, pairs, table, near, pair_matches),
+        full_pairs(ids, pairs, table, pair_matches),
     )

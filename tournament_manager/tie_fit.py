@@ -42,14 +42,14 @@ from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from core.models import Duel, Environment, Match, PairRecord, Rating
-from tournament_manager.settled import TIE_MARGIN, is_settled, knows_order
+from tournament_manager.settled import NEAR, PAIR_MATCHES, TIE_MARGIN, is_settled, knows_order
 from tournament_manager.settled import fit_table as settled_fit
 
 log = logging.getLogger(__name__)
 
 TASK_NAME = "tournament_manager.refresh_tie_fit"
 RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
-_FORMAT = 3
+_FORMAT = 5
 R = Match.Result
 #: Results won by player 1 / player 2: a player's own error is its loss; OTHER_ERROR counts for nothing.
 _P1_WINS = (R.PLAYER_1_WIN, R.PLAYER_2_ERROR)
@@ -74,10 +74,24 @@ class TieFit:
     checked_all: bool = True
     #: Competitor id -> (expected score against the whole field, lower, upper): what the ladder ranks by.
     scores: dict[int, tuple[float, float, float]] = field(default_factory=dict)
+    #: Near pairs still to play (:func:`tournament_manager.settled.needs_play`): never settled.
+    needs_play: frozenset[tuple[int, int]] = frozenset()
+    #: Pairs with ``TM_PAIR_MATCHES`` results or more (counted fully: replaying them teaches nothing).
+    full: frozenset[tuple[int, int]] = frozenset()
 
     def is_settled(self, a: int, b: int) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
+        if (a, b) in self.needs_play or (b, a) in self.needs_play:
+            return False
         return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
+
+    def worth_playing(self, a: int, b: int) -> bool:
+        """Whether a duel between them can still move the leaderboard: not settled and not full."""
+        return not self.is_settled(a, b) and (a, b) not in self.full and (b, a) not in self.full
+
+    def needs_no_duel(self, a: int, b: int) -> bool:
+        """Matchmaking's test: settled, or full (see :meth:`worth_playing`)."""
+        return not self.worth_playing(a, b)
 
     def knows_order(self, a: int, b: int) -> bool:
         """Whether the fit knows which of the two is stronger (else they share a rank)."""
@@ -96,6 +110,8 @@ class TieFit:
             "margin": self.margin,
             "checked_all": self.checked_all,
             "scores": {str(c): list(v) for c, v in self.scores.items()},
+            "needs_play": sorted([a, b] for a, b in self.needs_play),
+            "full": sorted([a, b] for a, b in self.full),
         }
 
     @classmethod
@@ -114,6 +130,8 @@ class TieFit:
             margin=float(data["margin"]),
             checked_all=bool(data["checked_all"]),
             scores={int(c): (float(v[0]), float(v[1]), float(v[2])) for c, v in data["scores"].items()},
+            needs_play=frozenset((int(a), int(b)) for a, b in data["needs_play"]),
+            full=frozenset((int(a), int(b)) for a, b in data["full"]),
         )
 
 
@@ -278,7 +296,16 @@ def fit_table(
     that played weighted the same, bootstrap intervals, settled pairs) with the settings' bootstrap size
     and tie margin."""
     bootstrap = int(_setting("TM_TIE_FIT_BOOTSTRAP", 100))
-    fit = settled_fit(ids, pairs, table, seed=seed, bootstrap=bootstrap, margin=tie_margin())
+    fit = settled_fit(
+        ids,
+        pairs,
+        table,
+        seed=seed,
+        bootstrap=bootstrap,
+        margin=tie_margin(),
+        pair_matches=int(_setting("TM_PAIR_MATCHES", PAIR_MATCHES)),
+        near=int(_setting("TM_NEIGHBOURS", NEAR)),
+    )
     return TieFit(
         fit.intervals,
         rated_until,
@@ -289,6 +316,8 @@ def fit_table(
         fit.margin,
         fit.checked_all,
         fit.scores,
+        fit.needs_play,
+        fit.full,
     )
 
 

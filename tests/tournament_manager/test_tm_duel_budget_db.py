@@ -56,7 +56,8 @@ def test_a_settled_ladder_schedules_nothing(hidden_env, make_competitor, setting
     settings.TM_TIE_MARGIN = 0.2
     bots = [make_competitor() for _ in range(4)]
     for i, bot in enumerate(bots):
-        play(bot, bots[(i + 1) % 4], ["DRAW"] * 30)
+        for other in bots[i + 1 :]:
+            play(bot, other, ["DRAW"] * 30)  # every pair: near pairs need TM_PAIR_MATCHES (20) results
     from tournament_manager import tie_fit
     from tournament_manager.actions import rate_pending_duels
 
@@ -66,10 +67,19 @@ def test_a_settled_ladder_schedules_nothing(hidden_env, make_competitor, setting
     assert tie_fit.stored_fit(hidden_env.pk) is None
     assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2
     Duel.objects.filter(state=Duel.State.QUEUED).delete()
+    settings.TM_PAIR_MATCHES = 0  # first without the full-pair rule: the verdicts alone
     fit = tie_fit.refresh(hidden_env.pk)
     assert fit.settled == {(a.pk, b.pk): "tie" for a in bots for b in bots if a.pk < b.pk}
     assert matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4) == []
     # A margin of 0 only rests on a known order: the draws settle nothing.
     settings.TM_TIE_MARGIN = 0.0
+    tie_fit.refresh(hidden_env.pk)
+    assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2
+    Duel.objects.filter(state=Duel.State.QUEUED).delete()
+    # With TM_PAIR_MATCHES (20), pairs with 30 results count fully: replaying them teaches nothing.
+    settings.TM_PAIR_MATCHES = 20
+    tie_fit.refresh(hidden_env.pk)
+    assert matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4) == []
+    settings.TM_PAIR_MATCHES = 40  # now they are near pairs still to play
     tie_fit.refresh(hidden_env.pk)
     assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2

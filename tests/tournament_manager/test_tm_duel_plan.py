@@ -28,6 +28,12 @@ POLICY = MatchmakingPolicy(cost=WARM, duel_lengths=LENGTHS, placement_matches=0)
 TODAY = MatchmakingPolicy(rests=False, daily_duels=0, placement_matches=0)
 
 
+def plan_fitted(cands, n, rng, now, policy, fit):
+    """The production planner: the fit's settled pairs rest, its pairs still to play are candidates."""
+    settled, to_play = (fit.needs_no_duel, fit.needs_play) if fit is not None else (None, ())
+    return plan_duels(cands, n, RATER, rng, now, policy, settled, to_play)
+
+
 def veteran(cid: int, mu: float, sigma: float, **kw) -> Candidate:
     return Candidate(cid, Skill(mu, sigma), **({"matches": 200, "last_played_at": LONG_AGO} | kw))
 
@@ -109,7 +115,7 @@ def test_a_simulated_settled_league_plays_far_fewer_duels_per_hour_than_before()
     for name, policy in (("today", TODAY), ("ours", POLICY)):
         league = SimulatedLeague(10, seed=4, error_prob=0.0)
         sim = LadderSimulation(
-            league, RATER, lambda c, n, r, t, s, p=policy: plan_duels(c, n, RATER, r, t, p, s), setup, seed=1
+            league, RATER, lambda c, n, r, t, f, p=policy: plan_fitted(c, n, r, t, p, f), setup, seed=1
         )
         sim.run(lambda s: False, max_time_s=3 * 3600)
         before = len(sim.started)
@@ -142,7 +148,7 @@ def test_the_simulation_counts_duels_of_the_last_24_hours():
     setup = LadderSetup(workers=1, queue_target=1, matchmake_interval_s=60, default_matches=2, cost=WARM)
     seen: list[int] = []
 
-    def planner(cands, n, rng, now, settled):
+    def planner(cands, n, rng, now, fit):
         seen.append(cands[0].duels_today)
         return [PlannedDuel(0, 1)] if cands[0].in_flight == 0 else []
 

@@ -11,7 +11,9 @@ from tournament_manager.settled import (
     TIE,
     field_scores,
     fit_table,
+    full_pairs,
     is_settled,
+    needs_play,
     pair_verdicts,
     rank_by_fit,
     verdict,
@@ -111,3 +113,30 @@ def test_the_expected_score_against_the_field():
     replicates = np.stack([theta + d for d in np.linspace(-0.2, 0.2, 41)[:, None] * np.array([1, 0, -1])])
     score_r, low_r, high_r = field_scores(theta, theta, theta, replicates)
     assert np.allclose(score_r, score) and low_r[0] < score[0] < high_r[0]
+
+
+def test_near_pairs_with_too_few_results_must_be_played_and_full_pairs_need_no_more():
+    ids = ["a", "b", "c", "d"]
+    theta = np.array([3.0, 2.0, 1.0, 0.0])
+    pairs, table = table_of({(0, 1): (5, 0, 20), (1, 2): (1, 0, 4), (0, 3): (0, 0, 30)})
+    assert needs_play(ids, theta, pairs, table, near=1, matches=20) == {("b", "c"), ("c", "d")}
+    assert needs_play(ids, theta, pairs, table, near=1, matches=0) == frozenset()
+    assert full_pairs(ids, pairs, table, 20) == {("a", "b"), ("a", "d")}
+    fit = fit_table(ids, pairs, table, bootstrap=50, pair_matches=20, near=1)
+    assert not fit.is_settled("b", "c") and not fit.worth_playing("a", "b")
+    assert fit.needs_no_duel("a", "d") and not fit.needs_no_duel("c", "d")
+
+
+def test_the_pairs_the_fit_needs_are_played_first():
+    from datetime import UTC, datetime
+
+    from tournament_manager.matchmaking import Candidate, MatchmakingPolicy, plan_duels
+    from tournament_manager.rating import Skill, TrueSkillRater
+
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    cands = [Candidate(i, Skill(10.0 * i, 1.0 + (i == 1)), 100, now) for i in range(4)]
+    policy = MatchmakingPolicy(placement_matches=0, neighbours=1)
+    rng = __import__("random").Random(1)
+    # By mu and TrueSkill's doubt, (0, 1) and (2, 3) would be the neighbours; the fit needs (0, 3).
+    planned = plan_duels(cands, 1, TrueSkillRater(), rng, now, policy, lambda a, b: False, [(0, 3)])
+    assert [{d.a, d.b} for d in planned] == [{0, 3}]
