@@ -5,6 +5,8 @@ Three settings, each a number of days (0, the default: keep forever):
 - ``RETENTION_MATCH_STATES_DAYS``: the per-move states of matches finished earlier (most of a result's
   bytes) are dropped; the actions stay, and the replay viewer replays them through the game's rules
   (``web/replays.py``), so replays still work. A game with chance keeps its first state (the deal).
+  Matches recorded since ``core/match_states.py`` are stored that way already (unless the rules did not
+  give their states back); this prunes the rows recorded before it.
 - ``RETENTION_RETIRED_REPLAYS_DAYS``: matches finished earlier between two revisions that both stopped
   playing (neither is its competitor's current revision) lose their replay (states, actions, move times);
   results, scores, errors and ratings stay.
