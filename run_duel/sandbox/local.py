@@ -134,6 +134,19 @@ def agent_host_user() -> tuple[int, int] | None:
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def _stage_readable(agent_dir: Path) -> tuple[str, Path]:
+    """A copy of ``agent_dir`` whose top folder the agent's unprivileged user may open (a folder made by
+    a root process, e.g. under a 0700 temporary or home folder). Builds extract agents world-readable
+    (``builder/extract.py``), so only folders given by hand need it. Files keep their own modes: what the
+    owner made unreadable stays unreadable to the agent. Returns (the staging folder, the copy)."""
+    staging = tempfile.mkdtemp(prefix="arena-agent-")
+    os.chmod(staging, 0o711)  # noqa: S103 - the agent's user may pass through, not list
+    copy = Path(staging) / "agent"
+    shutil.copytree(agent_dir, copy, symlinks=True)
+    os.chmod(copy, (agent_dir.stat().st_mode & 0o777) | 0o755)  # noqa: S103 - its own code, read-only
+    return staging, copy
+
+
 def _agent_userns(uid: int, gid: int) -> int:
     """A new user namespace for one sandbox (a descriptor on it), made by us as root: host root stays
     root in it (so bubblewrap can bind what root can read: a ``/root/.pyenv`` interpreter, a 0700
@@ -817,17 +830,14 @@ class LocalSandbox(Sandbox):
         agent_dir = Path(spec.agent).resolve()
         if not agent_dir.is_dir():
             raise SandboxError(f"agent folder {spec.agent!r} does not exist")
-        if self.bwrap and self.run_as is not None and agent_dir.stat().st_mode & 0o005 != 0o005:
-            raise SandboxError(
-                f"agent folder {spec.agent!r} has mode {agent_dir.stat().st_mode & 0o777:o}: the agent, run "
-                f"as {AGENT_USER!r}, could not read it (it must be world-readable, as builder/extract.py "
-                "makes it)"
-            )
         limits = spec.limits
         has_data = limits.data_mb > 0
         archive = spec.data.archive if spec.data is not None else b""
         # Inside bubblewrap everything writable is a tmpfs: no host folder (nothing to leak if we die).
         workdir = None if self.bwrap else tempfile.mkdtemp(prefix="arena-local-")
+        staged: str | None = None  # a readable copy of a folder the agent's user could not open
+        if self.bwrap and self.run_as is not None and agent_dir.stat().st_mode & 0o005 != 0o005:
+            staged, agent_dir = _stage_readable(agent_dir)
         cgroup = _SeatCgroup.create(limits) if self.use_cgroup else None
         fds: list[int] = []
         pass_fds: tuple[int, ...] = ()
@@ -894,8 +904,9 @@ class LocalSandbox(Sandbox):
                     os.close(fd)
             if cgroup is not None:
                 cgroup.remove()
-            if workdir is not None:
-                shutil.rmtree(workdir, ignore_errors=True)
+            for folder in (workdir, staged):
+                if folder is not None:
+                    shutil.rmtree(folder, ignore_errors=True)
             if isinstance(exc, DataError):  # the archive's own content (check_archive, fill_folder)
                 raise AgentDataRefused(str(exc), spec) from exc
             raise SandboxError(f"could not start the local agent process: {exc}") from exc
@@ -904,7 +915,9 @@ class LocalSandbox(Sandbox):
         stderr = _TailReader(err_r, limits.log_bytes)
         stderr.start()
         channel = Channel(from_child_r, to_child_w)
-        agent = LocalAgentProcess(proc, channel, stderr, workdir, cgroup, limits, via_bwrap=bool(self.bwrap))
+        agent = LocalAgentProcess(
+            proc, channel, stderr, workdir or staged, cgroup, limits, via_bwrap=bool(self.bwrap)
+        )
         if data_pipes is not None:
             folder = _BwrapDataFolder(proc, data_pipes[0], self.run_as)
             agent._bwrap_data = folder

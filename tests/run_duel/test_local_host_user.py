@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import textwrap
+from pathlib import Path
 
 import pytest
 from run_duel_helpers import HAS_BWRAP, player_source
@@ -116,3 +118,35 @@ def test_a_privileged_agent_user_is_refused(monkeypatch):
     monkeypatch.setattr(local, "AGENT_USER", "root")
     with pytest.raises(SandboxError, match="must be an unprivileged user"):
         LocalSandbox(use_bwrap=True)
+
+
+@pytest.mark.skipif(
+    not IS_ROOT, reason="a root referee's own 0700 folders are what the agent user cannot open"
+)
+def test_an_agent_folder_the_agent_user_cannot_open_runs_from_a_readable_copy(tmp_path):
+    private = tmp_path / "private"  # pytest's own folders are 0700, as a root user's home is
+    agent = private / "bot"
+    agent.mkdir(parents=True)
+    os.chmod(private, 0o700)
+    os.chmod(agent, 0o700)
+    (agent / "player.py").write_text(textwrap.dedent(PROBE))
+    secret = agent / "secret.txt"
+    secret.write_text(SECRET)
+    os.chmod(secret, 0o600)  # the copy keeps each file's mode: still unreadable to the agent
+    sandbox = LocalSandbox(use_bwrap=True)
+    spec = LaunchSpec(
+        str(agent), limits=Limits(data_mb=4), data=AgentData(archive=archive_of({"seed.txt": b"seeded"}))
+    )
+    proc = sandbox.launch(spec)
+    try:
+        assert proc.channel.recv(60, 65536) == {"type": "ready"}, proc.stderr_log()
+        proc.channel.send({"type": "start", "state": [[0] * 3] * 3, "valid_actions": [0, 1]}, 10)
+        assert proc.channel.recv(30, 65536)["type"] == "action", proc.stderr_log()
+    finally:
+        proc.kill()
+    found = json.loads(
+        next(x for x in proc.stderr_log().splitlines() if x.startswith("PROBE ")).split(" ", 1)[1]
+    )
+    assert found["/agent/secret.txt"] == "PermissionError", found
+    staged = Path(proc.workdir or "")
+    assert staged.name.startswith("arena-agent-") and not staged.exists()  # the copy goes with the agent
