@@ -22,6 +22,7 @@ command -v zip >/dev/null || need+=(zip)
 command -v nginx >/dev/null || need+=(nginx)          # nginx config and end-to-end proxy tests
 command -v chromium >/dev/null || need+=(chromium)    # browser tests (Playwright drives Debian's Chromium)
 command -v node >/dev/null || need+=(nodejs)          # game renderer tests
+command -v npm >/dev/null || need+=(npm)              # axe-core for the accessibility checks
 command -v openssl >/dev/null || need+=(openssl)      # self-signed certificate for the TLS nginx block
 command -v faketime >/dev/null || need+=(faketime)    # fault suite: a reaper whose clock runs fast
 command -v promtool >/dev/null || need+=(prometheus)  # alert rule tests and a real Prometheus scraping /metrics
@@ -32,6 +33,11 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get -o DPkg::Lock::Timeout=900 update -qq \
     && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${need[@]}" >/dev/null
 fi
+
+step "Node packages for the tests (axe-core)"
+# The browser tests inject axe-core (tests/web/a11y.py); npm ci installs exactly the locked version.
+[ -f tests/web/a11y/node_modules/axe-core/axe.min.js ] \
+  || npm ci --prefix tests/web/a11y --no-audit --no-fund --loglevel=error
 
 # The unprivileged user a root referee runs local-sandbox agents as (run_duel/sandbox/local.py).
 scripts/ensure_agent_user.sh

@@ -93,6 +93,8 @@ def play_sentence(result: str, kind: str, agent: str, moves: int, message: str) 
     """The public sentence for how a live game ended without a decided board (``""`` otherwise)."""
     if result == "AGENT_ERROR":
         return agent_error_sentence(kind, agent, moves)
+    if result == "ABANDONED" and kind == "ENDED":  # core.actions.play.ENDED_BY_PLAYER
+        return "The player ended the game and the agent stopped."
     if result == "ABANDONED":
         return "Nobody moved in time: the game was closed and the agent stopped."
     if result == "FAILED":

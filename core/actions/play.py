@@ -13,6 +13,7 @@ import secrets
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -54,7 +55,8 @@ def _game(slug: str) -> Any:
 
 def start_play_session(user: Any, competitor_id: int, *, human_first: bool = True) -> PlaySession:
     """Open a match between ``user`` and the competitor's playing (ELIGIBLE) revision; a worker launches
-    the agent once the transaction commits."""
+    the agent once the transaction commits. One live game per opponent: when ``user`` already has an
+    unfinished game against this competitor, that game is returned (``resumed`` set) and none is opened."""
     competitor = (
         Competitor.objects.select_related("environment", "current_revision").filter(pk=competitor_id).first()
     )
@@ -68,6 +70,12 @@ def start_play_session(user: Any, competitor_id: int, *, human_first: bool = Tru
     # Games with chance deal from a fresh seed; their states, like a duel's, start with the deal.
     initial = game.initial_state(secrets.randbelow(2**31))
     with transaction.atomic():
+        # The person's row lock orders two clicks at once: the second sees the first one's game.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        running = live_game_against(user, competitor.pk)
+        if running is not None:
+            running.resumed = True
+            return running
         session = PlaySession.objects.create(
             user=user,
             environment=competitor.environment,
@@ -79,6 +87,40 @@ def start_play_session(user: Any, competitor_id: int, *, human_first: bool = Tru
         )
         admit_waiting_games(user.pk)
     return session
+
+
+def live_game_against(user: Any, competitor_id: int) -> PlaySession | None:
+    """``user``'s unfinished game against competitor ``competitor_id`` (any of its revisions), if any."""
+    return (
+        PlaySession.objects.filter(user_id=user.pk, revision__competitor_id=competitor_id)
+        .exclude(status=PlaySession.Status.FINISHED)
+        .order_by("pk")
+        .first()
+    )
+
+
+def live_games(user: Any) -> list[PlaySession]:
+    """``user``'s unfinished games, oldest first, with their opponents (one query)."""
+    return list(
+        PlaySession.objects.filter(user_id=user.pk)
+        .exclude(status=PlaySession.Status.FINISHED)
+        .select_related("environment", "revision__competitor")
+        .order_by("pk")
+    )
+
+
+ENDED_BY_PLAYER = "ENDED"  # error_kind of a game its person ended (result ABANDONED)
+
+
+def end_by_player(session_id: int, user: Any) -> bool:
+    """The person ends their own live game (``ABANDONED``, kind ``ENDED``): the worker stops the agent and
+    the person's next waiting game may start. ``False`` if it was already over."""
+    session = PlaySession.objects.filter(pk=session_id).only("user_id").first()
+    if session is None or session.user_id != getattr(user, "pk", None):
+        raise ActionError("No such live game of yours.")
+    return end_play_session(
+        session_id, PlaySession.Result.ABANDONED, kind=ENDED_BY_PLAYER, message="Ended by the player."
+    )
 
 
 def games_ahead(session: PlaySession) -> int:

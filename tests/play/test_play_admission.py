@@ -66,9 +66,14 @@ def test_a_person_past_the_cap_waits_for_one_of_their_games_to_end(
 ):
     settings.PLAY_MAX_LIVE_PER_USER = 2
     person, other = make_user(), make_user()
-    agent = make_competitor("random")
-    games = [start_play_session(person, agent.pk).pk for _ in range(3)]
+    # One live game per opponent: the person opens three games against three agents.
+    agents = [make_competitor("random", name=f"random-{i}") for i in range(3)]
+    agent = agents[0]
+    games = [start_play_session(person, a.pk).pk for a in agents]
     assert broker() == set(games[:2])  # the third game's hint is held back
+    # A second "Play against" the same agent is the running game: nothing new is opened or hinted.
+    assert start_play_session(person, agent.pk).pk == games[0] and broker() == set()
+    assert PlaySession.objects.filter(user=person).count() == 3
     # A worker that gets the third game anyway (a duplicate hint, a reaper) does not start it.
     assert run_agent(games[2]).join() == "not claimed"
     tasks = [run_agent(game) for game in games[:2]]
@@ -101,8 +106,8 @@ def test_a_game_waiting_behind_the_cap_is_not_closed_as_abandoned(
 ):
     settings.PLAY_MAX_LIVE_PER_USER = 1
     person = make_user()
-    agent = make_competitor("random")
-    first, waiting = (start_play_session(person, agent.pk).pk for _ in range(2))
+    agents = [make_competitor("random", name=f"random-{i}") for i in range(2)]
+    first, waiting = (start_play_session(person, a.pk).pk for a in agents)
     assert broker() == {first}
     # Both games sat for an hour: the admitted one lost its worker, the other one was never meant to start.
     PlaySession.objects.filter(pk__in=(first, waiting)).update(last_activity_at=Now() - timedelta(hours=1))

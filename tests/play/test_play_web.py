@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from core.models import Duel, PlaySession
@@ -105,3 +106,48 @@ def test_the_api_needs_a_signed_in_user(client, make_competitor):
     body = {"challenger": make_competitor().pk, "opponent": make_competitor().pk}
     response = client.post(reverse("web:api:challenge-list"), body, content_type="application/json")
     assert response.status_code in (401, 403)
+
+
+def test_a_second_play_click_returns_to_the_running_game(my_client, me, make_competitor, make_user):
+    comp, other = make_competitor(), make_competitor(name="other")
+    first = my_client.post(reverse("web:play-start", args=[comp.pk]), {"first": "human"})
+    again = my_client.post(reverse("web:play-start", args=[comp.pk]), {"first": "agent"}, follow=True)
+    session = PlaySession.objects.get()
+    assert first["Location"] == again.redirect_chain[-1][0] == reverse("web:play", args=[session.pk])
+    assert "You already have a live game against this agent" in again.content.decode()
+    # Another opponent, or another person, gets a game of their own.
+    my_client.post(reverse("web:play-start", args=[other.pk]))
+    someone = Client()
+    someone.force_login(make_user())
+    someone.post(reverse("web:play-start", args=[comp.pk]))
+    assert PlaySession.objects.count() == 3
+    # Once the game is over, "Play against" opens a new one.
+    my_client.post(reverse("web:play-end", args=[session.pk]))
+    my_client.post(reverse("web:play-start", args=[comp.pk]))
+    assert PlaySession.objects.filter(user=me).count() == 3
+
+
+def test_the_live_games_list_ends_a_game(my_client, me, make_competitor):
+    comp, other = make_competitor(name="alpha-bot"), make_competitor(name="beta-bot")
+    for c in (comp, other):
+        my_client.post(reverse("web:play-start", args=[c.pk]))
+    games = list(PlaySession.objects.order_by("pk"))
+    page = my_client.get(reverse("web:live-games")).content.decode()
+    assert page.count('data-testid="live-game-row"') == 2 and "alpha-bot" in page and "beta-bot" in page
+    response = my_client.post(reverse("web:play-end", args=[games[0].pk]), follow=True)
+    page = response.content.decode()
+    assert f"Live game {games[0].pk} ended." in page and page.count('data-testid="live-game-row"') == 1
+    games[0].refresh_from_db()
+    assert games[0].status == "FINISHED" and games[0].result == "ABANDONED" and games[0].error_kind == "ENDED"
+    state = my_client.get(reverse("web:play-state", args=[games[0].pk])).json()
+    assert state["result_display"] == "You ended the game."
+    assert state["error_msg"] == "The player ended the game and the agent stopped."
+    # Nobody else ends someone's game; visitors are sent to sign in.
+    stranger = Client()
+    stranger.force_login(comp.owner)
+    assert stranger.post(reverse("web:play-end", args=[games[1].pk])).status_code == 404
+    assert Client().post(reverse("web:play-end", args=[games[1].pk])).status_code == 302
+    games[1].refresh_from_db()
+    assert games[1].status != "FINISHED"
+    my_client.post(reverse("web:play-end", args=[games[1].pk]))
+    assert 'data-testid="no-live-games"' in my_client.get(reverse("web:live-games")).content.decode()

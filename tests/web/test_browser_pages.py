@@ -34,6 +34,12 @@ def site(live_server: Any, env: Any, alice: Any, bob: Any, settings: Any) -> Ite
     failed revision, Alice's account. ORM connections opened while Playwright runs are closed after."""
     from django.db import connections
 
+    yield build_site(live_server, env, alice, bob, settings)
+    connections.close_all()
+
+
+def build_site(live_server: Any, env: Any, alice: Any, bob: Any, settings: Any) -> dict[str, Any]:
+    """The rows of ``site`` (also used by ``test_browser_a11y.py``)."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     for user in (alice, bob):
         user.set_password(PASSWORD)
@@ -52,7 +58,7 @@ def site(live_server: Any, env: Any, alice: Any, bob: Any, settings: Any) -> Ite
         "    raise RuntimeError('boom')\nRuntimeError: boom"
     )
     running = factories.running_duel(minimax, rnd, num_matches=4)
-    yield {
+    return {
         "base": live_server.url,
         "minimax": minimax,
         "played": played,
@@ -60,7 +66,6 @@ def site(live_server: Any, env: Any, alice: Any, bob: Any, settings: Any) -> Ite
         "failed": failed,
         "running": running,
     }
-    connections.close_all()
 
 
 def _context(browser: Any, viewport: dict[str, int], **options: Any) -> Any:

@@ -21,10 +21,13 @@ from django.views.decorators.http import require_GET, require_POST
 from core.actions import ActionError
 from core.actions.challenge import issue_challenge
 from core.actions.play import (
+    ENDED_BY_PLAYER,
     IllegalMoveError,
+    end_by_player,
     games_ahead,
     human_move,
     inactivity_timeout,
+    live_games,
     start_play_session,
 )
 from core.models import PlaySession
@@ -51,6 +54,8 @@ def result_sentence(session: PlaySession, human: str, agent: str, user: Any) -> 
     you = session.user_id == getattr(user, "pk", None)
     winner = "You" if you else human
     R = PlaySession.Result
+    if session.result == R.ABANDONED and session.error_kind == ENDED_BY_PLAYER:
+        return "You ended the game." if you else f"{human} ended the game."
     return {
         R.HUMAN_WIN: f"{winner} won.",
         R.AGENT_WIN: f"{agent} won.",
@@ -125,7 +130,31 @@ def play_start(request: HttpRequest, pk: int) -> HttpResponse:
     except ActionError as exc:
         messages.error(request, str(exc))
         return redirect("web:competitor", pk=pk)
+    if getattr(session, "resumed", False):  # one live game per opponent: back to the running one
+        messages.info(request, "You already have a live game against this agent: here it is.")
     return redirect("web:play", pk=session.pk)
+
+
+@login_required
+@require_GET
+def my_live_games(request: HttpRequest) -> HttpResponse:
+    """The person's unfinished games, each with a link and an "End" button."""
+    return render(request, "web/play/live_games.html", {"games": live_games(request.user)})
+
+
+@login_required
+@require_POST
+def play_end(request: HttpRequest, pk: int) -> HttpResponse:
+    """The person ends one of their live games (the agent is stopped)."""
+    try:
+        ended = end_by_player(pk, request.user)
+    except ActionError as exc:
+        raise Http404(str(exc)) from exc
+    if ended:
+        messages.success(request, f"Live game {pk} ended.")
+    if request.POST.get("next") == "game":
+        return redirect("web:play", pk=pk)
+    return redirect("web:live-games")
 
 
 @require_GET

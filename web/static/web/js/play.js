@@ -53,8 +53,21 @@
     var options = { players: d.players, first_player: d.first_player, seat: d.human_seat };
     if (d.your_turn && !this.sending) options.onAction = function (a) { self.move(a); };
     var render = (window.RLArenaRenderers || {})[this.slug];
-    if (typeof render === "function") render(this.board, d.state, options);
+    // Keyboard play: a redraw replaces the board's nodes, so the focus goes back to the same move (or to
+    // the board itself) instead of falling to the top of the page after every move.
+    var focused = document.activeElement;
+    var hadFocus = this.board.contains(focused);
+    var focusedAction = hadFocus && focused.getAttribute ? focused.getAttribute("data-action") : null;
+    if (d.status === "QUEUED") {
+      // Not started: no board yet, so no "Red (…) to move" line before the agent is even running.
+      this.board.textContent = "The board appears as soon as the agent is ready.";
+    } else if (typeof render === "function") render(this.board, d.state, options);
     else this.board.textContent = JSON.stringify(d.state);
+    this.labelBoard();
+    if (hadFocus) {
+      var again = focusedAction !== null && this.board.querySelector('[data-action="' + focusedAction + '"]');
+      (again || this.board.querySelector(".rl-clickable") || this.board).focus();
+    }
     this.board.setAttribute("data-moves", String(d.moves));
     this.board.setAttribute("data-your-turn", d.your_turn ? "1" : "0");
     this.status.textContent = this.statusText(d);
@@ -69,6 +82,19 @@
       this.agentError.hidden = false;
     }
     if (d.status === "FINISHED") this.showReplay();
+  };
+
+  // A drawing with moves to choose is a group of buttons, not a picture: role "img" would hide them
+  // from screen readers (axe: nested-interactive). The board holds the focus between moves.
+  Play.prototype.labelBoard = function () {
+    this.board.setAttribute("tabindex", "-1");
+    var drawings = this.board.querySelectorAll("svg[role=img]");
+    for (var i = 0; i < drawings.length; i++) {
+      if (!drawings[i].querySelector("[tabindex]")) continue;
+      var title = drawings[i].querySelector("title");
+      drawings[i].setAttribute("role", "group");
+      if (title) drawings[i].setAttribute("aria-label", title.textContent);
+    }
   };
 
   Play.prototype.showError = function (text) {

@@ -45,8 +45,9 @@
   Replay.prototype.build = function () {
     var self = this;
     var controls = el("div", { "class": "replay-controls", role: "toolbar", "aria-label": "Replay controls" });
+    // A button's accessible name is its visible text (WCAG 2.5.3); the title adds the shortcut as a hint.
     function button(label, title, onClick, extra) {
-      var b = el("button", Object.assign({ type: "button", "class": "small", title: title, "aria-label": title }, extra || {}), label);
+      var b = el("button", Object.assign({ type: "button", "class": "small", title: title }, extra || {}), label);
       b.addEventListener("click", onClick);
       controls.appendChild(b);
       return b;
