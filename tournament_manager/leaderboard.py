@@ -130,3 +130,58 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class PopulationRow:
+    """One agent of the population view: its mass in the Nash mixture and its payoff against it."""
+
+    competitor_id: int
+    competitor: str
+    mass: float
+    payoff: float
+
+
+@dataclass(frozen=True)
+class Intransitivity:
+    """What one number per agent hides (:mod:`tournament_manager.intransitivity`), from the stored fit."""
+
+    #: (a, b, c, score a-b, score b-c, score c-a) with names: a beats b beats c beats a, all significant.
+    cycles: list[tuple[str, str, str, float, float, float]]
+    #: The population view, agents in the Nash mixture first (heaviest first), then by payoff.
+    population: list[PopulationRow]
+    #: Whether the game's strategies cycle (Goofspiel, Leduc Hold'em): the page shows the population view.
+    cyclic_game: bool
+
+
+def intransitivity(environment: Environment) -> Intransitivity:
+    """Significant head-to-head cycles and the Nash population view of the stored fit (one query for
+    the names; nothing fitted)."""
+    from core.models import Competitor
+    from tournament_manager.intransitivity import CYCLIC_GAMES
+
+    stored = stored_fit(environment.pk)
+    cycles = list(stored.cycles) if stored else []
+    population = dict(stored.population) if stored else {}
+    wanted = {c for cyc in cycles for c in (cyc.a, cyc.b, cyc.c)} | set(population)
+    names = dict(Competitor.objects.filter(pk__in=wanted).values_list("pk", "name")) if wanted else {}
+    rows = [
+        PopulationRow(cid, names.get(cid, f"#{cid}"), mass, payoff)
+        for cid, (mass, payoff) in population.items()
+    ]
+    rows.sort(key=lambda r: (-r.mass, -r.payoff, r.competitor))
+    return Intransitivity(
+        [
+            (
+                names.get(c.a, f"#{c.a}"),
+                names.get(c.b, f"#{c.b}"),
+                names.get(c.c, f"#{c.c}"),
+                c.ab,
+                c.bc,
+                c.ca,
+            )
+            for c in cycles
+        ],
+        rows,
+        environment.slug in CYCLIC_GAMES,
+    )

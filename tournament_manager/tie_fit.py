@@ -42,6 +42,7 @@ from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from core.models import Duel, Environment, Match, PairRecord, Rating
+from tournament_manager.intransitivity import Cycle, nash_population, significant_cycles
 from tournament_manager.settled import NEAR, PAIR_MATCHES, TIE_MARGIN, is_settled, knows_order
 from tournament_manager.settled import fit_table as settled_fit
 
@@ -49,7 +50,9 @@ log = logging.getLogger(__name__)
 
 TASK_NAME = "tournament_manager.refresh_tie_fit"
 RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
-_FORMAT = 5
+_FORMAT = 6
+#: Above this many competitors no population view is computed (a linear program over the whole table).
+POPULATION_MAX = 500
 R = Match.Result
 #: Results won by player 1 / player 2: a player's own error is its loss; OTHER_ERROR counts for nothing.
 _P1_WINS = (R.PLAYER_1_WIN, R.PLAYER_2_ERROR)
@@ -78,6 +81,10 @@ class TieFit:
     needs_play: frozenset[tuple[int, int]] = frozenset()
     #: Pairs with ``TM_PAIR_MATCHES`` results or more (counted fully: replaying them teaches nothing).
     full: frozenset[tuple[int, int]] = frozenset()
+    #: Significant head-to-head cycles (:mod:`tournament_manager.intransitivity`).
+    cycles: tuple[Cycle, ...] = ()
+    #: Competitor id -> (Nash mass, payoff against the Nash mixture); empty above ``POPULATION_MAX``.
+    population: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def is_settled(self, a: int, b: int) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
@@ -112,6 +119,8 @@ class TieFit:
             "scores": {str(c): list(v) for c, v in self.scores.items()},
             "needs_play": sorted([a, b] for a, b in self.needs_play),
             "full": sorted([a, b] for a, b in self.full),
+            "cycles": [[c.a, c.b, c.c, c.ab, c.bc, c.ca] for c in self.cycles],
+            "population": {str(c): list(v) for c, v in self.population.items()},
         }
 
     @classmethod
@@ -132,6 +141,8 @@ class TieFit:
             scores={int(c): (float(v[0]), float(v[1]), float(v[2])) for c, v in data["scores"].items()},
             needs_play=frozenset((int(a), int(b)) for a, b in data["needs_play"]),
             full=frozenset((int(a), int(b)) for a, b in data["full"]),
+            cycles=tuple(Cycle(int(a), int(b), int(c), ab, bc, ca) for a, b, c, ab, bc, ca in data["cycles"]),
+            population={int(c): (float(v[0]), float(v[1])) for c, v in data["population"].items()},
         )
 
 
@@ -318,6 +329,8 @@ def fit_table(
         fit.scores,
         fit.needs_play,
         fit.full,
+        tuple(significant_cycles(ids, pairs, table)),
+        nash_population(ids, pairs, table) if len(ids) <= POPULATION_MAX else {},
     )
 
 

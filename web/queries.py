@@ -26,7 +26,8 @@ from core.models import (
     TournamentParticipant,
 )
 from core.models.rating import DEFAULT_MU, DEFAULT_SIGMA
-from tournament_manager.leaderboard import LeaderboardRow
+from tournament_manager.leaderboard import Intransitivity, LeaderboardRow
+from tournament_manager.leaderboard import intransitivity as tm_intransitivity
 from tournament_manager.leaderboard import leaderboard as tm_leaderboard
 from web.charts import RatingPoint
 
@@ -56,6 +57,12 @@ def leaderboard(environment: Environment) -> list[LeaderboardRow]:
     A fixed number of queries whatever the number of competitors (2, or 3 when the tie fit is recomputed).
     """
     return tm_leaderboard(environment)
+
+
+def intransitivity(environment: Environment) -> Intransitivity:
+    """Significant head-to-head cycles and the population view of a game (stored with its tie fit; at
+    most one query, for the names)."""
+    return tm_intransitivity(environment)
 
 
 def environments_with_counts() -> list[Environment]:

@@ -192,3 +192,35 @@ def test_ratings_with_a_high_sigma_are_marked_provisional(hidden_env, ladder, se
     assert page.count('data-testid="provisional"') == 1
     mid_row = next(line for line in page.split("<tr>") if ">mid</a>" in line)
     assert 'data-testid="provisional"' in mid_row
+
+
+def test_a_significant_cycle_is_shown_on_the_game_page_and_in_the_api(hidden_env, make_competitor, client):
+    """Rock beats scissors beats paper beats rock, 9 to 1 each: the cycle is named on the page and in the
+    API, with the population view (each a third of the Nash mixture, the weak agent outside it)."""
+    rock, paper, scissors, weak = (make_competitor(n) for n in ("rock", "paper", "scissors", "weak"))
+    for winner, loser in ((rock, scissors), (scissors, paper), (paper, rock)):
+        play(winner, loser, [W1] * 9 + [W2])
+    for bot in (rock, paper, scissors):
+        play(bot, weak, [W1] * 10)
+    rate_pending_duels(hidden_env.pk)
+    fit = tie_fit.refresh(hidden_env.pk)
+    assert len(fit.cycles) == 1
+    data = client.get(f"/api/environments/{hidden_env.slug}/leaderboard/").json()["intransitivity"]
+    (cycle,) = data["cycles"]
+    assert sorted(cycle["competitors"]) == ["paper", "rock", "scissors"]
+    assert cycle["scores"] == [0.9, 0.9, 0.9]
+    mass = {r["competitor"]: r["mass"] for r in data["population"]}
+    assert mass["weak"] == 0.0 and all(abs(mass[n] - 1 / 3) < 1e-6 for n in ("rock", "paper", "scissors"))
+    assert data["cyclic_game"] is False  # the hidden-skill game: the page shows cycles, not the population
+    page = client.get(f"/games/{hidden_env.slug}/").content.decode()
+    assert 'data-testid="cycles"' in page and 'data-testid="population"' not in page
+    assert (
+        "rock beats scissors (90 %)" in page
+        or "paper beats rock (90 %)" in page
+        or "scissors beats paper (90 %)" in page
+    )
+
+
+def test_no_cycle_no_section(hidden_env, ladder, client):
+    tie_fit.refresh(hidden_env.pk)
+    assert 'data-testid="intransitivity"' not in client.get(f"/games/{hidden_env.slug}/").content.decode()

@@ -74,7 +74,9 @@ def _link(request: HttpRequest, limit: int, offset: int) -> str:
     return request.build_absolute_uri(request.path) + "?" + urlencode(params)
 
 
-def page_data(request: HttpRequest, environment_id: int, version: str, limit: int, offset: int) -> dict:
+def page_data(
+    request: HttpRequest, environment_id: int, version: str, limit: int, offset: int, slug: str = ""
+) -> dict:
     """One page of the ranking as a dict (``count``, ``version``, ``next``, ``previous``, ``results``).
 
     ``version`` is the one the rows were built from: the previous one while another request rebuilds.
@@ -86,6 +88,24 @@ def page_data(request: HttpRequest, environment_id: int, version: str, limit: in
         "next": _link(request, limit, offset + limit) if offset + limit < len(rows) else None,
         "previous": _link(request, limit, max(0, offset - limit)) if offset > 0 else None,
         "results": rows[offset : offset + limit],
+        "intransitivity": intransitivity_data(environment_id, slug),
+    }
+
+
+def intransitivity_data(environment_id: int, slug: str) -> dict:
+    """What one number per agent hides, from the stored fit: significant head-to-head cycles (each edge's
+    head-to-head score) and the population view (Nash mixture of the head-to-head game and each agent's
+    margin against it; computed for every game, shown on the page for games whose strategies cycle)."""
+    found = queries.intransitivity(Environment(pk=environment_id, slug=slug))  # no query unless cycles
+    return {
+        "cycles": [
+            {"competitors": [a, b, c], "scores": [ab, bc, ca]} for a, b, c, ab, bc, ca in found.cycles
+        ],
+        "population": [
+            {"competitor_id": r.competitor_id, "competitor": r.competitor, "mass": r.mass, "margin": r.payoff}
+            for r in found.population
+        ],
+        "cyclic_game": found.cyclic_game,
     }
 
 
@@ -107,7 +127,7 @@ def json_page(request: HttpRequest, slug: str) -> HttpResponse:
     key = f"web:leaderboard-page:{etag.strip(chr(34))}:{request.get_host()}:{request.scheme}"
     body = cache.get(key)
     if body is None:
-        data = page_data(request, environment_id, version, limit, offset)
+        data = page_data(request, environment_id, version, limit, offset, slug)
         body = JSONRenderer().render(data)
         if data["version"] != version:  # the previous ranking, served while the new one is built
             stale_etag = etag_for("leaderboard", data["version"], limit, offset)
@@ -197,4 +217,4 @@ class Leaderboard(APIView):
         found = ratings_version(slug)
         if found is None:
             raise Http404("No such game.")
-        return Response(page_data(request._request, *found, limit, offset))
+        return Response(page_data(request._request, *found, limit, offset, slug))

@@ -92,6 +92,7 @@ def game(request: HttpRequest, slug: str) -> HttpResponse:
         "tournaments": queries.tournaments(env),
         "recent_duels": queries.recent_duels(env, limit=10),
         "has_starter_kit": starter_kit_dir(env.slug) is not None,
+        "intransitivity": queries.intransitivity(env),
     }
     return render(request, "web/game.html", context)
 
