@@ -84,15 +84,31 @@ stop_service() {
     rm -f "$RUN_DIR/$name.pid"
 }
 
-# Start a background service in its own session, output appended to $RUN_DIR/<name>.log.
+# The supervisor of one background service (bash -c "$SUPERVISE" supervise NAME CMD...): it runs CMD
+# again whenever it exits by itself (a crash), saying so in the service's log; SIGTERM (stop_service) is
+# passed on to CMD (Celery's warm shutdown) and ends the supervisor once CMD has exited.
+# shellcheck disable=SC2016 # expanded by the supervising bash, not here
+SUPERVISE='name=$1; shift; child=0
+trap '"'"'[ "$child" -gt 0 ] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 0'"'"' TERM INT
+while :; do
+    "$@" &
+    child=$!
+    wait "$child"
+    status=$?
+    printf "\n==== %s: %s exited with status %s: restarting it in 2 s\n" "$(date -u +%FT%TZ)" "$name" "$status"
+    sleep 2
+done'
+
+# Start a background service, supervised, in its own session, output appended to $RUN_DIR/<name>.log; the
+# pidfile holds the supervisor's pid (the session leader).
 start_service() {
     local name="$1"
     shift
     mkdir -p "$RUN_DIR"
     printf '\n==== %s: starting %s\n' "$(date -u +%FT%TZ)" "$*" >>"$RUN_DIR/$name.log"
-    setsid "$@" >>"$RUN_DIR/$name.log" 2>&1 </dev/null &
+    setsid bash -c "$SUPERVISE" supervise "$name" "$@" >>"$RUN_DIR/$name.log" 2>&1 </dev/null &
     echo $! >"$RUN_DIR/$name.pid"
-    log "started $name (pid $!, log $RUN_DIR/$name.log)"
+    log "started $name (pid $!, supervised: restarted if it exits, log $RUN_DIR/$name.log)"
 }
 
 stop_all() {

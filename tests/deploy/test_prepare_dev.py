@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -146,6 +147,23 @@ def test_agents_run_in_docker_when_an_engine_answers_else_locally(dev_run: DevRu
         assert all(ref.startswith("rl-arena-agent") and ":" in ref for ref in built), built
     else:
         assert all(Path(ref).is_dir() for ref in built), built
+
+
+def test_a_crashed_worker_is_restarted_and_the_log_says_so(dev_run: DevRun) -> None:
+    supervisor = dev_run.pid("worker")
+    children = lambda: subprocess.run(  # noqa: E731
+        ["pgrep", "-P", str(supervisor)], capture_output=True, text=True
+    ).stdout.split()
+    first = children()
+    assert len(first) == 1, first
+    os.kill(int(first[0]), signal.SIGKILL)  # the worker dies, as on the filesystem broker's crash
+    log = dev_run.data / "run" / "worker.log"
+    deadline = time.monotonic() + 120
+    while not (children() and children() != first and "exited with status" in log.read_text()):
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+    assert alive(supervisor) and dev_run.pid("worker") == supervisor
+    assert "worker exited with status 137: restarting it" in log.read_text()
 
 
 def test_a_second_run_restarts_cleanly_without_duplicates(dev_run: DevRun) -> None:
