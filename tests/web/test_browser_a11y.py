@@ -68,7 +68,12 @@ def _pages(site: dict[str, Any], signed_in: bool) -> dict[str, str]:
         "live-game": f"/play/{site['live'].pk}/",
     }
     if signed_in:
-        pages |= {"upload": "/upload/", "profile": "/accounts/profile/", "notifications": "/notifications/"}
+        pages |= {
+            "upload": "/upload/",
+            "profile": "/accounts/profile/",
+            "notifications": "/notifications/",
+            "live-games": "/play/",
+        }
     else:
         pages |= {"login": "/accounts/login/", "signup": "/accounts/signup/"}
     return pages
@@ -141,7 +146,7 @@ def test_a_game_waiting_for_its_agent_draws_no_board_yet(browser: Any, site: dic
     page.wait_for_function("() => document.querySelector('[data-play]').dataset.status === 'QUEUED'")
     board = page.inner_text("[data-testid=play-board]")
     assert board == "The board appears as soon as the agent is ready."
-    assert "to move" not in page.inner_text("main")
+    assert "Red (" not in page.inner_text("main")  # once "Red (user-3) to move" before the game began
     assert page.inner_text("[data-testid=play-status]") == "Starting the agent…"
     _shot(page, "play-waiting-390")
     page.click("[data-testid=play-end]")
