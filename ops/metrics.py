@@ -183,6 +183,7 @@ class ArenaCollector(Collector):
 
         stale_after = STALE_INTERVALS * settings.WORKER_HEALTH_INTERVAL_SECONDS
         counts = {"healthy": 0, "unhealthy": 0, "stale": 0, "stopped": 0}
+        slots = dict.fromkeys(counts, 0)
         seen = GaugeMetricFamily(
             "rl_arena_worker_last_seen_age_seconds",
             "Seconds since each running worker last reported.",
@@ -191,13 +192,12 @@ class ArenaCollector(Collector):
         for worker in WorkerStatus.objects.all():
             age = (now - worker.last_seen).total_seconds()
             if worker.stopped:
-                counts["stopped"] += 1
-                continue
-            seen.add_metric([worker.name], age)
-            if age > stale_after:
-                counts["stale"] += 1
+                health = "stopped"
             else:
-                counts["healthy" if worker.healthy else "unhealthy"] += 1
+                seen.add_metric([worker.name], age)
+                health = "stale" if age > stale_after else "healthy" if worker.healthy else "unhealthy"
+            counts[health] += 1
+            slots[health] += worker.slots
         workers = GaugeMetricFamily(
             "rl_arena_workers",
             "Workers by health: healthy and unhealthy ones report; stale ones stopped reporting without"
@@ -208,6 +208,23 @@ class ArenaCollector(Collector):
             workers.add_metric([health], n)
         yield workers
         yield seen
+        slot_family = GaugeMetricFamily(
+            "rl_arena_worker_slots",
+            "Jobs the workers can run at once (their pool processes), by the workers' health.",
+            labels=["health"],
+        )
+        for health, n in slots.items():
+            slot_family.add_metric([health], n)
+        yield slot_family
+        from core.models import Build, Duel, SmokeTest
+
+        busy = sum(m.objects.filter(state=m.running_state).count() for m in (Build, SmokeTest, Duel))
+        free = GaugeMetricFamily(
+            "rl_arena_worker_free_slots",
+            "Healthy workers' slots not running a build, smoke test or duel (live games aside).",
+        )
+        free.add_metric([], max(0, slots["healthy"] - busy))
+        yield free
 
     def _host(self) -> Iterator[GaugeMetricFamily]:
         data_dir = Path(settings.DATA_DIR)

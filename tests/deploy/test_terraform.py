@@ -306,6 +306,9 @@ def test_the_main_cloud_init_renders_and_starts_the_stack_the_registry_and_the_j
     assert "terraform/scripts/setup-registry.sh" in script
     assert "python3 -m autoscaler.join serve --bind $PRIVATE_IP:$JOIN_PORT" in script
     assert script.index("contain-agents.sh") < script.index("docker compose")
+    # Prometheus and Alertmanager run beside the stack, scraping /metrics with a token made once.
+    assert "profiles=(--profile monitoring)" in script
+    assert script.index("metrics_token") < script.index('echo "METRICS_TOKEN=$METRICS_TOKEN"')
     # Nothing is exported to the workers: they share no disk with this droplet.
     assert "nfs" not in script.lower() and "exportfs" not in script
     assert not [p for p in document["packages"] if "nfs" in p]

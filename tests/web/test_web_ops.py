@@ -61,7 +61,7 @@ def test_metrics_follow_jobs_results_ratings_and_workers(client, settings, env, 
     Duel.objects.filter(pk=finished.pk).update(started_at=finished.finished_at - timedelta(seconds=3))
     factories.error_duel(a, b, erring=2, kind="TIMEOUT", num_matches=2)
     WorkerStatus.objects.create(
-        name="w1@host", healthy=True, last_seen=timezone.now(), changed_at=timezone.now()
+        name="w1@host", healthy=True, slots=3, last_seen=timezone.now(), changed_at=timezone.now()
     )
     WorkerStatus.objects.create(
         name="w2@host",
@@ -82,6 +82,8 @@ def test_metrics_follow_jobs_results_ratings_and_workers(client, settings, env, 
     assert _sample(after, "rl_arena_match_errors", game="connect-four", kind="TIMEOUT") == 2
     assert _sample(after, "rl_arena_workers", health="healthy") == 1
     assert _sample(after, "rl_arena_workers", health="unhealthy") == 1
+    assert _sample(after, "rl_arena_worker_slots", health="healthy") == 3
+    assert _sample(after, "rl_arena_worker_free_slots") == 3  # no job running
     assert _sample(after, "rl_arena_data_dir_free_bytes") > 0
 
     factories.rate_duel(finished, {a: (26.0, 7.0), b: (24.0, 7.0)})
