@@ -153,3 +153,26 @@ def test_a_game_waiting_for_its_agent_draws_no_board_yet(browser: Any, site: dic
     page.wait_for_function("() => document.querySelector('[data-play]').dataset.status === 'FINISHED'")
     assert page.inner_text("[data-testid=play-status]") == "Game over. You ended the game."
     context.close()
+
+
+def test_the_phone_menu_opens_with_the_keyboard(browser: Any, site: dict[str, Any]) -> None:
+    """At 390 px the links fold behind "Menu": Tab reaches it (after the skip link and the brand), its
+    name is its visible text, and Space opens it."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(site["base"] + "/")
+    guide = page.locator("#main-nav a[href='/guide/']")
+    assert not guide.is_visible()
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "nav-toggle":
+            break
+    else:
+        pytest.fail("Tab never reached the menu")
+    name = page.evaluate("document.activeElement.labels[0].textContent.trim()")
+    assert name == "Menu" and page.evaluate("document.activeElement.getAttribute('aria-label')") is None
+    page.keyboard.press("Space")
+    assert guide.is_visible()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Games"
+    context.close()
