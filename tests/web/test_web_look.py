@@ -47,3 +47,9 @@ def test_home_cards_and_the_game_page_carry_the_board(client, env) -> None:
     assert not any("sample" in q["sql"] for q in home_queries.captured_queries)
     page = client.get("/games/connect-four/").content.decode()
     assert 'data-testid="game-board"' in page and list(_boards(page)) == ["connect-four"]
+
+
+def test_a_fresh_home_page_says_how_to_start_instead_of_an_empty_box(client, env) -> None:
+    page = client.get("/").content.decode()
+    assert 'data-testid="first-steps"' in page and "No duel has been played yet." in page
+    assert 'data-testid="duel-list"' not in page
