@@ -5,11 +5,13 @@ arena's rules against ``random`` and against ``example_players/minimax`` at dept
     .venv/bin/python benchmarks/bench_training.py --cpu-minutes 5            # every example, one at a time
     .venv/bin/python benchmarks/bench_training.py --cpu-minutes 5 --only sb3 --jobs 2
 
-Examples: ``numpy`` (example_players/trained_connect_four, PPO in numpy, in-process league) and ``sb3``
+Examples: ``numpy`` (example_players/trained_connect_four, PPO in numpy, in-process league), ``sb3``
 (example_players/train_sb3_connect_four, MaskablePPO on torch against the league: the random example in the
-local sandbox, minimax depth 2 in process, its own snapshots). The budget is the trainer process's CPU
-time (``time.process_time``: all its threads; not the sandboxed opponents' processes, reported apart as
-children CPU), so a loaded machine slows the wall clock, not the budget. Score: win 1, draw 0.5, loss 0,
+local sandbox, minimax depth 2 in process, its own snapshots) and ``rllib``
+(example_players/train_rllib_connect_four, RLlib PPO, the same league, sampling in the driver). The budget
+is the trainer process's CPU time (``time.process_time``: all its threads; not the sandboxed opponents'
+processes nor Ray's daemons, reported apart as children CPU), so a loaded machine slows the wall clock, not
+the budget. Score: win 1, draw 0.5, loss 0,
 seats alternating; against the deterministic minimax the first ``--opening`` plies are random so that
 games differ. The load average is printed before and after.
 """
@@ -38,6 +40,7 @@ from environments import get_game  # noqa: E402
 EXAMPLES = {
     "numpy": ("example_players/trained_connect_four", ["--eval-games", "2", "--minutes", "100000"]),
     "sb3": ("example_players/train_sb3_connect_four", []),
+    "rllib": ("example_players/train_rllib_connect_four", []),
 }
 
 

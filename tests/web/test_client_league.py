@@ -3,6 +3,7 @@ in the local sandbox with the arena's harness, drawn by PFSP; self-play snapshot
 
 from __future__ import annotations
 
+import hashlib
 import random
 from pathlib import Path
 
@@ -22,7 +23,10 @@ def _publish(owner, env, name: str, player: str, data_dir: Path, *, is_public: b
     revision = comp.current_revision
     path = data_dir / revision.zip_path
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(zip_folder(EXAMPLES_DIR / player))
+    data = zip_folder(EXAMPLES_DIR / player)
+    path.write_bytes(data)
+    # the web host's cached copy of the upload: served when it matches the revision's hash (core.blobs)
+    type(revision).objects.filter(pk=revision.pk).update(content_hash=hashlib.sha256(data).hexdigest())
     return comp
 
 
