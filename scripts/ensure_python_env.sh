@@ -19,6 +19,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # fail loudly if the install did not work
   .venv/bin/python -c "import django, numpy, celery, trueskill"
   case ",$extras," in *,train,*) .venv/bin/python -c "import pettingzoo, gymnasium, onnx, onnxruntime" ;; esac
-  case ",$extras," in *,rl,*) .venv/bin/python -c "import torch, stable_baselines3, sb3_contrib" ;; esac
+  case ",$extras," in *,rl,*) .venv/bin/python -c "import torch, stable_baselines3, sb3_contrib, ray" ;; esac
   echo "$want" > "$stamp"
 fi
