@@ -20,8 +20,8 @@ LEDUC = get_game("leduc-holdem")
 
 def test_each_game_is_dealt_from_its_own_seed_and_records_the_deal(make_competitor, make_user):
     comp = make_competitor(player="random", env="leduc-holdem")
-    person = make_user()
-    sessions = [start_play_session(person, comp.pk) for _ in range(6)]
+    # One live game per person and opponent: six people each open one.
+    sessions = [start_play_session(make_user(), comp.pk) for _ in range(6)]
     assert len({s.state["seed"] for s in sessions}) > 1
     for session in sessions:
         assert session.state == LEDUC.initial_state(session.state["seed"])
