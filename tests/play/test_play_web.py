@@ -151,3 +151,22 @@ def test_the_live_games_list_ends_a_game(my_client, me, make_competitor):
     assert games[1].status != "FINISHED"
     my_client.post(reverse("web:play-end", args=[games[1].pk]))
     assert 'data-testid="no-live-games"' in my_client.get(reverse("web:live-games")).content.decode()
+
+
+def test_without_javascript_the_person_moves_with_the_pages_buttons(my_client, make_competitor):
+    from core.actions.play import claim_play_session
+
+    comp = make_competitor()
+    session = PlaySession.objects.get(
+        pk=my_client.post(reverse("web:play-start", args=[comp.pk])).url.split("/")[-2]
+    )
+    claim_play_session(session.pk, "test")
+    page = my_client.get(reverse("web:play", args=[session.pk])).content.decode()
+    assert 'data-testid="play-plain-moves"' in page and page.count('name="action" value=') == 7
+    url = reverse("web:play-move", args=[session.pk])
+    moved = my_client.post(url, {"action": "3"}, follow=True)  # a plain form post: the page comes back
+    assert moved.redirect_chain[-1][0] == reverse("web:play", args=[session.pk])
+    session.refresh_from_db()
+    assert session.actions == [3] and 'data-testid="play-plain-moves"' not in moved.content.decode()
+    refused = my_client.post(url, {"action": "3"}, follow=True).content.decode()
+    assert "agent&#x27;s turn" in refused or "agent's turn" in refused

@@ -171,7 +171,19 @@ def play(request: HttpRequest, pk: int) -> HttpResponse:
         "show_log": queries.can_see_private(request.user, session.revision.competitor.owner_id),
         "renderer_path": f"games/{session.environment.slug}/renderer.js",
     }
+    # Without JavaScript: the legal moves in the game's words, each a form button (see play_move).
+    context["plain_moves"] = plain_moves(session, context["data"])
     return render(request, "web/play.html", context)
+
+
+def plain_moves(session: PlaySession, data: dict[str, Any]) -> list[tuple[int, str]]:
+    """``(action, words)`` for each legal move when it is the viewing person's turn, else ``[]``."""
+    if not data["your_turn"]:
+        return []
+    from environments import get_game
+
+    game = get_game(session.environment.slug)
+    return [(a, game.describe_action(session.state, a)) for a in data["legal_actions"]]
 
 
 @require_GET
@@ -186,6 +198,18 @@ def play_move(request: HttpRequest, pk: int) -> JsonResponse:
     message; a legal one returns the new state."""
     if not request.user.is_authenticated:
         return JsonResponse({"error": "Sign in to play."}, status=403)
+    # A form posted without JavaScript (the page's <noscript> moves) gets the page back, not JSON.
+    wants_json = "json" in request.headers.get("Accept", "")
+    if request.content_type != "application/json" and not wants_json:
+        try:
+            human_move(pk, request.user, int(request.POST.get("action", "")))
+        except ValueError:
+            messages.error(request, "Choose one of the moves.")
+        except IllegalMoveError as exc:
+            messages.error(request, str(exc))
+        except ActionError as exc:
+            raise Http404(str(exc)) from exc
+        return redirect("web:play", pk=pk)
     try:
         if request.content_type == "application/json":
             raw = json.loads(request.body or b"{}").get("action")
