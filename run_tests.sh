@@ -12,7 +12,7 @@ export PYTHONDONTWRITEBYTECODE=1
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 step "Python environment"
-PYTHON_EXTRAS=dev,train,rl scripts/ensure_python_env.sh  # train: PettingZoo envs, the numpy example; rl: torch + SB3
+PYTHON_EXTRAS=dev,train,rl scripts/ensure_python_env.sh  # train: PettingZoo envs, the numpy example; rl: torch, SB3, RLlib (~5 min once)
 
 step "System packages"
 need=()
