@@ -7,7 +7,19 @@ from django.urls import include, path, reverse_lazy
 from django.views.generic import TemplateView
 
 from web.page_cache import cached_page, competitor_version, game_version
-from web.views import accounts, agent_data, health, kits, notifications, ops, pages, play, records, seasons, upload
+from web.views import (
+    accounts,
+    agent_data,
+    health,
+    kits,
+    notifications,
+    ops,
+    pages,
+    play,
+    records,
+    seasons,
+    upload,
+)
 
 # Public pages served from the cache to anonymous visitors, keyed by the ratings they show (page_cache.py).
 game_page = cached_page("game", game_version)(pages.game)

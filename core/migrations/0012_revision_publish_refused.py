@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0011_agent_data'),
+        ("core", "0011_agent_data"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='revision',
-            name='publish_state',
-            field=models.CharField(choices=[('PRIVATE', 'private'), ('PENDING', 'to publish'), ('PUBLISHED', 'published'), ('FAILED', 'publishing failed'), ('REFUSED', 'not publishable')], default='PRIVATE', max_length=10),
+            model_name="revision",
+            name="publish_state",
+            field=models.CharField(
+                choices=[
+                    ("PRIVATE", "private"),
+                    ("PENDING", "to publish"),
+                    ("PUBLISHED", "published"),
+                    ("FAILED", "publishing failed"),
+                    ("REFUSED", "not publishable"),
+                ],
+                default="PRIVATE",
+                max_length=10,
+            ),
         ),
     ]

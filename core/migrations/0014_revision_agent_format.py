@@ -4,20 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0013_revision_stack_and_package_notes'),
+        ("core", "0013_revision_stack_and_package_notes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='revision',
-            name='agent_format',
-            field=models.CharField(choices=[('native', "native (this arena's Player)"), ('kaggle', 'Kaggle agent'), ('rl-arena', "rl-arena (the original project's Player)")], default='native', help_text='Which adapter runs it (run_duel.agent_formats): detected at upload unless chosen.', max_length=16),
+            model_name="revision",
+            name="agent_format",
+            field=models.CharField(
+                choices=[
+                    ("native", "native (this arena's Player)"),
+                    ("kaggle", "Kaggle agent"),
+                    ("rl-arena", "rl-arena (the original project's Player)"),
+                ],
+                default="native",
+                help_text="Which adapter runs it (run_duel.agent_formats): detected at upload unless chosen.",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='revision',
-            name='agent_format_detected',
-            field=models.BooleanField(default=True, help_text='True: the format was detected from the upload; False: the owner chose it.'),
+            model_name="revision",
+            name="agent_format_detected",
+            field=models.BooleanField(
+                default=True,
+                help_text="True: the format was detected from the upload; False: the owner chose it.",
+            ),
         ),
     ]

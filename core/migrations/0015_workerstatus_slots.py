@@ -4,15 +4,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0014_revision_agent_format'),
+        ("core", "0014_revision_agent_format"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='workerstatus',
-            name='slots',
-            field=models.PositiveIntegerField(default=0, help_text='Jobs it runs at once (its pool processes).'),
+            model_name="workerstatus",
+            name="slots",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Jobs it runs at once (its pool processes)."
+            ),
         ),
     ]
