@@ -43,6 +43,9 @@ NEAR = 5
 ALL_PAIRS_MAX = 300
 #: Beyond it, pairs at most this many places apart in the fit's order.
 WINDOW = 20
+#: Up to this many competitors the field scores' intervals come from the replicates (n^2 per replicate);
+#: above, from each competitor's own interval with the others at their estimates.
+SCORE_REPLICATES_MAX = 1500
 ORDER, TIE = "order", "tie"
 
 
@@ -77,8 +80,11 @@ def pair_verdicts(
         ia = np.array([min(r) for r in rows])
         ib = np.array([max(r) for r in rows])
     if replicates is not None and len(replicates):
-        diffs = replicates[:, ia] - replicates[:, ib]
-        low, high = np.percentile(diffs, [2.5, 97.5], axis=0)
+        low, high = np.empty(ia.size), np.empty(ia.size)
+        block = max(1, 2_000_000 // len(replicates))  # bounds the (replicates x pairs) differences held
+        for at in range(0, ia.size, block):
+            diffs = replicates[:, ia[at : at + block]] - replicates[:, ib[at : at + block]]
+            low[at : at + block], high[at : at + block] = np.percentile(diffs, [2.5, 97.5], axis=0)
         point = theta[ia] - theta[ib]
         low, high = np.minimum(low, point), np.maximum(high, point)
     else:
@@ -162,8 +168,9 @@ def field_scores(
     theta: np.ndarray, lower: np.ndarray, upper: np.ndarray, replicates: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each competitor's expected score against the whole field (a uniformly drawn other competitor) under
-    the fit, and its 95 % interval: the bootstrap replicates' percentiles, or without replicates the
-    score at the competitor's interval ends with the others held at their estimates."""
+    the fit, and its 95 % interval: the bootstrap replicates' percentiles (up to
+    :data:`SCORE_REPLICATES_MAX` competitors), else the score at the competitor's interval ends with the
+    others held at their estimates."""
     n = theta.size
 
     def scores(th: np.ndarray) -> np.ndarray:
@@ -186,7 +193,7 @@ def field_scores(
     point = scores(theta)
     if n < 2:
         return point, point.copy(), point.copy()
-    if replicates is not None and len(replicates):
+    if replicates is not None and len(replicates) and n <= SCORE_REPLICATES_MAX:
         boot = np.stack([scores(r) for r in replicates])
         low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     else:
