@@ -67,7 +67,9 @@ def has_package_files(validated: ValidatedZip) -> bool:
     return any(e.path in (REQUIREMENTS_FILE, ENVIRONMENT_FILE) for e in validated.entries)
 
 
-def _read(validated: ValidatedZip, name: str, limit: int) -> str | None:
+def read_package_file(validated: ValidatedZip, name: str, limit: int) -> str | None:
+    """The text of the validated zip's top-level file ``name`` (``None``: absent), read with ``limit``
+    bytes at most (``RequirementsError`` past it)."""
     entry = next((e for e in validated.entries if e.path == name), None)
     if entry is None:
         return None
@@ -82,12 +84,12 @@ def _read(validated: ValidatedZip, name: str, limit: int) -> str | None:
 def wanted_requirements(validated: ValidatedZip, *, python: str = "3.11") -> _Wanted:
     """requirements.txt and environment.yml merged (``RequirementsError`` names the file and line)."""
     wanted = _Wanted()
-    text = _read(validated, REQUIREMENTS_FILE, MAX_REQUIREMENTS_BYTES)
+    text = read_package_file(validated, REQUIREMENTS_FILE, MAX_REQUIREMENTS_BYTES)
     named: set[str] = set()
     if text is not None:
         wanted.requirements = parse_requirements(text)
         named = {canonicalize_name(Requirement(r).name) for r in wanted.requirements}
-    text = _read(validated, ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES)
+    text = read_package_file(validated, ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES)
     if text is not None:
         env = parse_environment(text, python=python)
         for line in env.left_out:

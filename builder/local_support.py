@@ -15,42 +15,28 @@ submit``) on a local-sandbox server, and the local build applies it again (``bui
 
 from __future__ import annotations
 
-import zipfile
 from importlib import metadata
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from builder.agent_packages import MAX_REQUIREMENTS_BYTES, REQUIREMENTS_FILE, read_package_file
 from builder.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, parse_environment
 from builder.languages import detect_language
 from builder.wheels import RequirementsError, parse_requirements
-from builder.zip_validation import ValidatedZip, read_member_capped
+from builder.zip_validation import ValidatedZip
 
-REQUIREMENTS_FILE = "requirements.txt"
-MAX_REQUIREMENTS_BYTES = 64 * 1024
 #: What the local sandbox provides to every agent besides the standard library.
 PROVIDED = ("numpy",)
-
-
-def _read(validated: ValidatedZip, name: str, limit: int) -> str | None:
-    entry = next((e for e in validated.entries if e.path == name), None)
-    if entry is None:
-        return None
-    if entry.size > limit:
-        raise RequirementsError(f"{name} is larger than {limit // 1024} KiB")
-    chunks: list[bytes] = []
-    with zipfile.ZipFile(validated.zip_path) as zf:
-        read_member_capped(zf, entry, limit, chunks.append)
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def _asked(validated: ValidatedZip) -> list[tuple[str, str]]:
     """``(file, requirement)`` for every package the submission asks for (``RequirementsError``)."""
     asked = []
-    text = _read(validated, REQUIREMENTS_FILE, MAX_REQUIREMENTS_BYTES)
+    text = read_package_file(validated, REQUIREMENTS_FILE, MAX_REQUIREMENTS_BYTES)
     if text is not None:
         asked += [(REQUIREMENTS_FILE, r) for r in parse_requirements(text)]
-    text = _read(validated, ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES)
+    text = read_package_file(validated, ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES)
     if text is not None:
         asked += [(ENVIRONMENT_FILE, r) for r in parse_environment(text).requirements]
     return asked
