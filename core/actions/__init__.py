@@ -25,7 +25,7 @@ from core.actions.duels import (
     schedule_duel,
 )
 from core.actions.environments import sync_environments
-from core.actions.errors import ActionError, SubmissionError
+from core.actions.errors import ActionError, StorageFull, SubmissionError
 from core.actions.jobs import Claim, claim_job, extend_lease, worker_name
 from core.actions.leases import (
     begin_reaper_round,
@@ -43,6 +43,7 @@ __all__ = [
     "ActionError",
     "Claim",
     "DataSave",
+    "StorageFull",
     "SubmissionError",
     "begin_reaper_round",
     "claim_build",

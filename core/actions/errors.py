@@ -7,3 +7,8 @@ class ActionError(Exception):
 
 class SubmissionError(ActionError):
     """An upload was refused (bad zip, unknown environment, bad name...). Nothing was stored."""
+
+
+class StorageFull(ActionError):
+    """Our disk (``DATA_DIR``) or the database had no room for what was sent: nothing was stored, the
+    sender's request was fine and may be sent again later (HTTP 507)."""

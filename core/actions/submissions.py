@@ -7,7 +7,9 @@ for revisions refused later (by an operator).
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -21,11 +23,13 @@ from django.utils import timezone
 
 from core import blobs, storage
 from core.actions.agent_data import wipe_for_playing_revision
-from core.actions.errors import ActionError, SubmissionError
+from core.actions.errors import ActionError, StorageFull, SubmissionError
 from core.actions.seasons import frozen_season
 from core.models import Build, Competitor, Environment, Revision, SmokeTest, User
 from core.models.competitor import NAME_VALIDATOR
 from core.queue import enqueue_on_commit
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from builder.zip_validation import ValidatedZip
@@ -148,6 +152,31 @@ def submit_revision(
             "are being played"
         )
 
+    try:
+        return _store_revision(
+            user, environment, competitor_name, zip_file, is_public, wipe_data, agent_format
+        )
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            log.error("upload of %s by user %s not stored: %s", competitor_name, user.pk, exc)
+            raise StorageFull(
+                "the arena has no disk space left for your upload right now: nothing was stored; "
+                "please try again later (its operators are told)"
+            ) from exc
+        raise
+
+
+def _store_revision(
+    user: User,
+    environment: Environment,
+    competitor_name: str,
+    zip_file: ZipSource,
+    is_public: bool,
+    wipe_data: bool,
+    agent_format: str,
+) -> Revision:
+    """``submit_revision``'s storing half, once the name, game and season were checked."""
+    environment_slug = environment.slug
     tmp, sha256, size = _spool(zip_file)
     dest: Path | None = None
     try:

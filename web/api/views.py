@@ -202,6 +202,8 @@ class RevisionListCreate(generics.ListAPIView):
             )
         except actions.SubmissionError as exc:
             return Response({"file": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        except actions.StorageFull as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
         revision = _revisions().get(pk=revision.pk)
         out = s.RevisionSerializer(revision, context={"request": request})
         return Response(out.data, status=status.HTTP_201_CREATED)

@@ -47,6 +47,9 @@ def upload(request: HttpRequest) -> HttpResponse:
                 )
             except actions.SubmissionError as exc:
                 form.add_error("file", _sentence(str(exc)))
+            except actions.StorageFull as exc:
+                form.add_error(None, _sentence(str(exc)))
+                status = 507
             else:
                 language = detect_in_zip(data["file"])
                 detected = f" Detected: {describe(language)}." if language else ""
