@@ -27,6 +27,7 @@ from web.progress import build_verdict, revision_progress, smoke_verdict
 from web.rendering import render_markdown
 from web.replays import match_result_text, replay_states
 from web.views.kits import starter_kit_dir
+from web.worker_notice import no_worker_notice
 
 LEADERBOARD_REFRESH_SECONDS = 15
 #: How often a running duel's page asks for the matches played so far.
@@ -247,14 +248,16 @@ def _revision_context(request: HttpRequest, rev: Revision) -> dict:
         smokes = smokes.defer("log")
     build = builds.first()
     smoke = smokes.first()
+    progress = revision_progress(rev, build, smoke)
     return {
         "revision": rev,
         "competitor": rev.competitor,
         "environment": rev.competitor.environment,
         "build": build,
         "smoke": smoke,
-        "progress": revision_progress(rev, build, smoke),
+        "progress": progress,
         "can_see_private": private,
+        "no_worker": None if progress.is_final else no_worker_notice(),
     }
 
 

@@ -15,6 +15,7 @@ from core.models import Competitor, Environment
 from web import ratelimit
 from web.forms import UploadForm
 from web.middleware import submission_limit_mb
+from web.worker_notice import no_worker_notice
 
 
 @login_required
@@ -73,6 +74,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         # the local sandbox runs Python agents without packages (builder.local_support): say so, never
         # promise a compile or an install it refuses
         "local_sandbox": settings.SANDBOX == "local",
+        "no_worker": no_worker_notice(),
     }
     return render(request, "web/upload.html", context, status=status)
 
