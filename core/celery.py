@@ -15,8 +15,12 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import task_failure
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
+
+# The embedded broker (filesystem://) writes each message atomically (core/broker_fs.py).
+TRANSPORT_ALIASES["filesystem"] = "core.broker_fs:Transport"
 
 app = Celery("rl_arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")
