@@ -219,11 +219,11 @@ def test_the_header_shows_the_unread_count_without_extra_queries(
         page = client.get(reverse("web:notifications"))
     html = page.content.decode()
     assert page.status_code == 200
-    assert 'aria-label="3 unread"' in html
+    assert '3<span class="visually-hidden"> unread</span>' in html  # read out as "3 unread"
     assert html.count('class="notification unread"') == 3
 
     home = client.get(reverse("web:home")).content.decode()
-    assert 'aria-label="3 unread"' in home
+    assert '3<span class="visually-hidden"> unread</span>' in home
 
 
 def test_marking_notifications_read_clears_the_badge(client, env, alice):
