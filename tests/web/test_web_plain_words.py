@@ -260,9 +260,7 @@ def test_without_javascript_the_play_page_and_the_revision_panel_say_what_to_do(
     )
     client.force_login(alice)
     html = client.get(reverse("web:play", args=[session.pk])).content.decode()
-    notice = re.search(
-        r'<noscript><p class="failure" data-testid="play-noscript">(.*?)</p>', html, re.S
-    )
+    notice = re.search(r'<noscript><p class="failure" data-testid="play-noscript">(.*?)</p>', html, re.S)
     assert "Game over. opponent v1 won." in notice.group(1) and "Reload" in notice.group(1)
     building = factories.competitor(alice, env, "building", state=Revision.State.BUILDING).revisions.get()
     page = client.get(reverse("web:revision", args=[building.pk])).content.decode()
