@@ -39,7 +39,7 @@ from builder.zip_validation import ValidatedZip, read_member_capped
 
 REQUIREMENTS_FILE = "requirements.txt"
 MAX_REQUIREMENTS_BYTES = 64 * 1024
-RELAXER_VERSION = "1"
+RELAXER_VERSION = "2"  # 2: the memo keeps the pins, notes are written from each file's own lines
 
 
 @dataclass(frozen=True)
@@ -182,13 +182,18 @@ def resolve_wanted(
     find_links, constraints = stacks.pip_options()
     # A relaxation found once is remembered: the same file never asks the index for a missing pin again.
     memo = cache.root / "relaxed" / f"{_relaxed_key(requirements, target, settings)}.json"
-    relaxed: list[str] = []
+    origins = dict(wanted.origins)
+    # (the file's pin, the pin installed, the package, the version chosen): notes are written from this
+    # file's own lines, so a remembered relaxation found for another file never names that file's lines
+    pins: list[tuple[str, str, str, str]] = []
     try:
         remembered = json.loads(memo.read_text())
-        requirements, relaxed = list(remembered["requirements"]), list(remembered["notes"])
+        pins = [tuple(p) for p in remembered["pins"]]  # type: ignore[misc]
+        requirements = list(remembered["requirements"])
+        for old, new, _, _ in pins:
+            origins[new] = origins.get(old, old)
     except (OSError, ValueError, KeyError, TypeError):
-        pass
-    origins = dict(wanted.origins)
+        pins = []
     tried: set[str] = set()
     while True:
         try:
@@ -222,13 +227,14 @@ def resolve_wanted(
             new = _pinned(old, chosen)
             origins[new] = origins[old]
             requirements[index] = new
-            relaxed.append(
-                f"{ENVIRONMENT_FILE}: {origins[old]} has no wheel for Python {target.python}: installed "
-                f"{missing} {chosen} instead (the nearest version on this server's package index)"
-            )
-    if relaxed and not memo.is_file():
-        _write_atomic(memo, json.dumps({"requirements": requirements, "notes": relaxed}))
-    notes += relaxed
+            pins.append((old, new, missing, str(chosen)))
+    if pins and not memo.is_file():
+        _write_atomic(memo, json.dumps({"requirements": requirements, "pins": pins}))
+    notes += [
+        f"{ENVIRONMENT_FILE}: {origins.get(old, old)} has no wheel for Python {target.python}: installed "
+        f"{missing} {chosen} instead (the nearest version on this server's package index)"
+        for old, _, missing, chosen in pins
+    ]
     resolution, used = stacks.split(resolution)
     stack = stack or used
     if stack is not None:

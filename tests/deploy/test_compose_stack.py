@@ -200,12 +200,22 @@ def test_live_games_run_on_the_live_service(stack: Stack) -> None:
 #: Gives the random Tic-tac-toe agent a data folder holding one file and queues a duel against minimax;
 #: prints the duel's id and the competitor's.
 START_DATA_DUEL = """
-import io, tarfile
+import io, tarfile, time
+from django.db.models import Q
 from core.actions import schedule_duel
-from core.models import Competitor, StoredAgentData
+from core.models import Competitor, Duel, StoredAgentData
 comps = Competitor.objects.filter(environment__slug="tic-tac-toe")
 keeper = comps.get(name__icontains="random")
 other = comps.get(name__icontains="minimax")
+# Off the ladder while the test owns its folder: a ladder duel saving it too would change the generation.
+Competitor.objects.filter(pk=keeper.pk).update(status=Competitor.Status.PAUSED)
+active = Duel.objects.filter(state__in=["QUEUED", "RUNNING"]).filter(
+    Q(revision_1__competitor=keeper) | Q(revision_2__competitor=keeper)
+)
+deadline = time.monotonic() + 240
+while active.exists() and time.monotonic() < deadline:
+    time.sleep(1)
+assert not active.exists(), "the keeper's ladder duels did not finish"
 buffer = io.BytesIO()
 with tarfile.open(fileobj=buffer, mode="w") as tar:
     info = tarfile.TarInfo("memory/notes.txt")

@@ -84,6 +84,16 @@ def test_an_environment_pin_without_a_wheel_is_relaxed_to_the_nearest_version_an
     assert len(index.requests) == before  # the relaxation and the wheels came from the cache
 
 
+def test_a_remembered_relaxation_names_the_lines_of_the_file_being_built(
+    settings: BuilderSettings, tmp_path: Path
+) -> None:
+    _plan(settings, tmp_path, {"environment.yml": ENVIRONMENT})  # relaxme on line 5, remembered
+    moved = "name: other\ndependencies:\n  - python=3.7\n  - pip=19.1.1\n  - pip:\n    - relaxme==1.0\n"
+    plan = _plan(settings, tmp_path, {"environment.yml": moved})  # the same pin, now on line 6
+    assert any("relaxme==1.0 (line 6) has no wheel" in note for note in plan.notes), plan.notes
+    assert not any("(line 5)" in note for note in plan.notes), plan.notes
+
+
 def test_a_requirements_txt_pin_is_never_relaxed(settings: BuilderSettings, tmp_path: Path) -> None:
     with pytest.raises(RequirementsError, match=r"requirements\.txt: no wheel of 'relaxme==1\.0'"):
         _plan(settings, tmp_path, {"requirements.txt": "relaxme==1.0\n"})

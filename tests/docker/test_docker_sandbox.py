@@ -91,7 +91,10 @@ def test_environment_holds_only_what_the_spec_gives(agent) -> None:
         "OPENBLAS_NUM_THREADS",
         "OMP_NUM_THREADS",
         "MKL_NUM_THREADS",
+        "ARENA_AGENT_FORMAT",  # LaunchSpec.harness_env(): which adapter, for which game (not secrets)
+        "ARENA_GAME",
     }
+    assert env["ARENA_AGENT_FORMAT"] == "native"
 
 
 def test_socket_folder_is_reachable_only_by_the_agent_user(agent) -> None:
