@@ -25,14 +25,13 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from core.jobs.health import silent_after_s
 from core.jobs.spool import spool_dir
 
 #: Window of the "recent" rates and durations.
 RECENT_S = 300
 #: At most this many recent duels are read for durations and error kinds (a bounded sample).
 SAMPLE_LIMIT = 2000
-#: A worker whose last report is older than this many health intervals is "stale" (gone without saying).
-STALE_INTERVALS = 3
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -78,11 +77,14 @@ class ArenaCollector(Collector):
             "Running jobs whose lease expired and that the reaper has not re-queued yet.",
             labels=["kind"],
         )
+        busy = 0  # running builds, smoke tests and duels: each holds a worker slot
         for kind, model in (("build", Build), ("smoke_test", SmokeTest), ("duel", Duel)):
             queued = model.objects.filter(state=model.queued_state)
             running = model.objects.filter(state=model.running_state)
+            n_running = running.count()
+            busy += n_running
             jobs.add_metric([kind, "queued"], queued.count())
-            jobs.add_metric([kind, "running"], running.count())
+            jobs.add_metric([kind, "running"], n_running)
             first = queued.aggregate(first=Min("created_at"))["first"]
             oldest.add_metric([kind], (now - first).total_seconds() if first else 0.0)
             expired.add_metric([kind], running.filter(lease_expires_at__lt=now).count())
@@ -92,7 +94,7 @@ class ArenaCollector(Collector):
 
         yield from self._duels(now)
         yield from self._builds()
-        yield from self._workers(now)
+        yield from self._workers(now, busy)
         yield from self._host()
         yield from self._readiness()
 
@@ -178,10 +180,10 @@ class ArenaCollector(Collector):
             duration.add_metric([quantile], value)
         yield duration
 
-    def _workers(self, now: datetime) -> Iterator[GaugeMetricFamily]:
+    def _workers(self, now: datetime, busy: int) -> Iterator[GaugeMetricFamily]:
         from core.models import WorkerStatus
 
-        stale_after = STALE_INTERVALS * settings.WORKER_HEALTH_INTERVAL_SECONDS
+        stale_after = silent_after_s()  # the rule queue_status and scheduling use
         counts = {"healthy": 0, "unhealthy": 0, "stale": 0, "stopped": 0}
         slots = dict.fromkeys(counts, 0)
         seen = GaugeMetricFamily(
@@ -216,9 +218,6 @@ class ArenaCollector(Collector):
         for health, n in slots.items():
             slot_family.add_metric([health], n)
         yield slot_family
-        from core.models import Build, Duel, SmokeTest
-
-        busy = sum(m.objects.filter(state=m.running_state).count() for m in (Build, SmokeTest, Duel))
         free = GaugeMetricFamily(
             "rl_arena_worker_free_slots",
             "Healthy workers' slots not running a build, smoke test or duel (live games aside).",

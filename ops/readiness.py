@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.utils import timezone
 
 #: Seconds a check of a remote service may take.
 CHECK_TIMEOUT_S = 2.0
@@ -50,12 +48,13 @@ def check_broker() -> str | None:
 
 
 def check_workers() -> str | None:
+    from core.actions.jobs import db_in
+    from core.jobs.health import silent_after_s
     from core.models import WorkerStatus
 
-    max_age = max(30.0, 3 * settings.WORKER_HEALTH_INTERVAL_SECONDS)
-    since = timezone.now() - timedelta(seconds=max_age)
+    max_age = silent_after_s()  # the rule queue_status and scheduling use
     try:
-        live = WorkerStatus.objects.filter(stopped=False, last_seen__gte=since)
+        live = WorkerStatus.objects.filter(stopped=False, last_seen__gte=db_in(-max_age))
         if live.filter(healthy=True).exists():
             return None
         unhealthy = list(live.values_list("name", "problem")[:3])
