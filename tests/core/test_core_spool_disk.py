@@ -13,21 +13,13 @@ import pytest
 
 from core.actions.jobs import Claim
 from core.jobs import health, spool
+from tests.small_disk import small_tmpfs
 
 
 @pytest.fixture
 def full_spool(settings) -> Iterator[Path]:
-    folder = spool.spool_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
-    )
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(spool.spool_dir(), "64k") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
 
 
 def test_a_result_that_does_not_fit_leaves_no_partial_file(full_spool):

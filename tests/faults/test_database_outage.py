@@ -18,7 +18,6 @@ has shown (in its log) that it reacted, so nothing depends on how fast the machi
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from faultlib import (
 
 from core.actions import schedule_duel
 from core.models import Duel, Match, PairRecord
+from tests.small_disk import small_tmpfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres]
 DELIBERATE = Path(__file__).resolve().parents[1] / "agents" / "deliberate"
@@ -148,13 +148,7 @@ def test_a_result_neither_the_database_nor_a_full_disk_can_take_is_kept_until_th
     start_worker, eligible, db_proxy, data_dir
 ):
     players = _players(eligible)
-    folder = data_dir / "spool"
-    folder.mkdir(parents=True, exist_ok=True)
-    command = ["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(folder)]
-    mounted = subprocess.run(command, capture_output=True)
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(data_dir / "spool", "4k") as folder:
         # The disk filled after the worker's health check passed (SPOOL_MIN_FREE_MB=0: not checked).
         worker = start_worker(**_worker_env(db_proxy, SPOOL_MIN_FREE_MB="0"))
         trap = db_proxy.trap(DUEL_RECORD_LOCK, "cut")
@@ -166,5 +160,3 @@ def test_a_result_neither_the_database_nor_a_full_disk_can_take_is_kept_until_th
         wait_for(lambda: _state(duel)[0] == "FINISHED", 120, "the result kept in memory")
         duel = _played_once_uncharged(duel)
         assert (duel.attempts, duel.generation) == (1, 1)  # the played result was not lost
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)

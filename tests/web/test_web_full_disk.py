@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from core import storage
 from core.models import Revision
+from tests.small_disk import small_tmpfs
 
 pytestmark = pytest.mark.django_db
 
@@ -29,17 +30,8 @@ def _agent_zip() -> bytes:
 
 @pytest.fixture
 def full_disk(data_dir) -> Iterator[Path]:
-    folder = storage.tmp_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
-    )
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(storage.tmp_dir(), "64k") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], capture_output=True)  # a test may have unmounted it
 
 
 def test_an_api_upload_on_a_full_disk_gets_a_json_507_and_stores_nothing(client, alice, env, full_disk):
