@@ -15,9 +15,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_uploads.zip_validation import (
+    UnreadableUpload,
+    ValidatedZip,
+    ValidationError,
+    ZipLimits,
+    validate_zip,
+)
 from builder.extract import extract_cached
 from builder.settings import BuilderSettings
-from builder.zip_validation import UnreadableUpload, ValidatedZip, ValidationError, ZipLimits, validate_zip
 from run_duel.registry import RegistryConfig
 
 #: ``build_submission(registry=FROM_ENV)``: the registry of the environment (``AGENT_REGISTRY``).
@@ -52,7 +58,7 @@ class BuildResult:
     duration_s: float
     error_kind: str = ""
     cached: bool = False
-    language: str = ""  # "python", "cpp" or "javascript" (builder.languages), once the zip is valid
+    language: str = ""  # "python", "cpp" or "javascript" (agent_uploads.languages), once the zip is valid
     packages: tuple[tuple[str, str], ...] = ()  # (name, version) installed from requirements.txt
     image_size_bytes: int = 0  # docker: the image's size (shared base layers included)
     added_bytes: int = 0  # docker: what the agent adds over its base or stack image (what its owner sees)
@@ -94,12 +100,12 @@ def build_submission(
             ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INVALID_SUBMISSION"
         )
 
-    from builder.languages import detect_language
+    from agent_uploads.languages import detect_language
 
     language = detect_language(e.path for e in validated.entries)
     language_key = language.key if language else ""
     if backend == "local":
-        from builder.local_support import local_refusal
+        from agent_uploads.local_support import local_refusal
 
         refusal, notes = local_refusal(validated)  # C++, JavaScript, packages: named, never ignored
         if refusal:

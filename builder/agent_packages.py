@@ -15,30 +15,37 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import zipfile
 from dataclasses import asdict, dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from builder.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, nearest_version, parse_environment
+from agent_uploads.conda_env import (
+    ENVIRONMENT_FILE,
+    MAX_ENVIRONMENT_BYTES,
+    nearest_version,
+    parse_environment,
+)
+from agent_uploads.requirements import (
+    MAX_REQUIREMENTS_BYTES,
+    REQUIREMENTS_FILE,
+    RequirementsError,
+    parse_requirements,
+    read_package_file,
+)
+from agent_uploads.zip_validation import ValidatedZip
 from builder.settings import BuilderSettings
 from builder.stacks import STUB_MARK, AgentStacks, Stack, StackError, missing_stack_error
 from builder.wheels import (
     ConflictError,
     NoWheelError,
-    RequirementsError,
     Resolution,
     TargetPlatform,
     WheelCache,
     _write_atomic,
-    parse_requirements,
 )
-from builder.zip_validation import ValidatedZip, read_member_capped
 
-REQUIREMENTS_FILE = "requirements.txt"
-MAX_REQUIREMENTS_BYTES = 64 * 1024
 RELAXER_VERSION = "2"  # 2: the memo keeps the pins, notes are written from each file's own lines
 
 
@@ -65,20 +72,6 @@ class _Wanted:
 
 def has_package_files(validated: ValidatedZip) -> bool:
     return any(e.path in (REQUIREMENTS_FILE, ENVIRONMENT_FILE) for e in validated.entries)
-
-
-def read_package_file(validated: ValidatedZip, name: str, limit: int) -> str | None:
-    """The text of the validated zip's top-level file ``name`` (``None``: absent), read with ``limit``
-    bytes at most (``RequirementsError`` past it)."""
-    entry = next((e for e in validated.entries if e.path == name), None)
-    if entry is None:
-        return None
-    if entry.size > limit:
-        raise RequirementsError(f"{name} is larger than {limit // 1024} KiB")
-    chunks: list[bytes] = []
-    with zipfile.ZipFile(validated.zip_path) as zf:
-        read_member_capped(zf, entry, limit, chunks.append)
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def wanted_requirements(validated: ValidatedZip, *, python: str = "3.11") -> _Wanted:

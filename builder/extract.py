@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from builder.zip_validation import ValidatedZip, ValidationError, read_member_capped
+from agent_uploads.zip_validation import ValidatedZip, ValidationError, read_member_capped
 from run_duel.sandbox.base import has_agent_entry
 
 _FILE_FLAGS = (

@@ -6,7 +6,7 @@ Image layout (every language)::
     /agent/...                     the user's files, owned by root, read-only for the agent
     USER 10001                     never root at run time
 
-The language comes from the entry file (``builder.languages``): ``player.py``/``main.py`` (Python, our
+The language comes from the entry file (``agent_uploads.languages``): ``player.py``/``main.py`` (Python, our
 harness imports it), ``main.cpp`` (C++: every .cpp is compiled at build time, as user 10001, with g++
 against ``/opt/arena/arena.hpp``; the entrypoint, ``launch_when_ready.sh``, execs the program once the
 referee's socket exists) or ``main.js`` (Node.js runs our
@@ -56,18 +56,13 @@ from docker.utils import kwargs_from_env
 from requests.exceptions import RequestException
 
 import run_duel
+from agent_uploads.languages import Language, detect_language
+from agent_uploads.requirements import RequirementsError
+from agent_uploads.zip_validation import ValidatedZip, read_member_capped
 from builder.agent_packages import PackagePlan, plan_packages
-from builder.languages import Language, detect_language
 from builder.settings import BuilderSettings
 from builder.stacks import StackError
-from builder.wheels import (
-    PLATFORM_PROBE,
-    RequirementsError,
-    Resolution,
-    WheelCache,
-    WheelCacheError,
-)
-from builder.zip_validation import ValidatedZip, read_member_capped
+from builder.wheels import PLATFORM_PROBE, Resolution, WheelCache, WheelCacheError
 from run_duel.images import ImageCache, cache_budget_from_env, parse_digest_ref
 from run_duel.registry import RegistryConfig, RegistryConfigError
 from run_duel.sandbox.base import HARNESS_PYTHON_FLAGS
@@ -77,7 +72,6 @@ TEMPLATE_VERSION = "4"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 AGENT_UID = 10001
 MAX_LOG_CHARS = 512 * 1024
-MAX_REQUIREMENTS_BYTES = 64 * 1024
 HARNESS_DIR = Path(next(iter(run_duel.__path__))).resolve() / "harness"
 HARNESS_PATH = HARNESS_DIR / "arena_harness.py"
 IMAGE_FILES = Path(__file__).resolve().parent / "image_files"

@@ -46,8 +46,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from agent_uploads.requirements import RequirementsError
 from builder.settings import BuilderSettings
-from builder.wheels import RequirementsError, Resolution, TargetPlatform, WheelCache, WheelCacheError
+from builder.wheels import Resolution, TargetPlatform, WheelCache, WheelCacheError
 
 STACK_RECIPE_VERSION = "1"
 STACKS_DIR = "/opt/stacks"

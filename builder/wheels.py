@@ -44,8 +44,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from agent_uploads.requirements import RequirementsError
+from agent_uploads.zip_directory import DirectoryError, directory_entries
 from builder.settings import BuilderSettings
-from builder.zip_directory import DirectoryError, directory_entries
 
 RESOLVER_VERSION = "1"
 #: A file of a wheel over WHEEL_RATIO_FLOOR_BYTES may not inflate more than MAX_WHEEL_RATIO to 1 (deflate
@@ -58,8 +59,6 @@ MAX_WHEEL_NAME_BYTES = 1024
 MAX_WHEEL_DIRECTORY_BYTES = 64 * 1024 * 1024
 #: Resolutions used this recently are never trimmed (a build may be copying their wheels).
 TRIM_GRACE_S = 3600.0
-MAX_REQUIREMENT_LINES = 200
-_COMMENT = re.compile(r"(^|\s)#.*$")
 _NO_WHEEL = re.compile(r"No matching distribution found for ([^\s]+)")
 _FROM_VERSIONS = re.compile(r"satisfies the requirement (\S+).*?\(from versions: ([^)]*)\)")
 _NETWORK = re.compile(
@@ -76,10 +75,6 @@ PLATFORM_PROBE = (
     " 'abis': sorted({t.abi for t in supported}),"
     " 'platforms': list(dict.fromkeys(t.platform for t in supported))}))\n"
 )
-
-
-class RequirementsError(Exception):
-    """The submission's requirements cannot be installed; ``str()`` is meant for its author."""
 
 
 class NoWheelError(RequirementsError):
@@ -154,38 +149,6 @@ class Resolution:
     def packages(self) -> list[tuple[str, str]]:
         """(name, version) of every package, sorted by name."""
         return sorted((w.name, w.version) for w in self.wheels)
-
-
-def parse_requirements(text: str) -> list[str]:
-    """The requirement lines of ``requirements.txt``, normalised; raise ``RequirementsError`` for anything
-    else (options, URLs, paths, line continuations, unparsable lines)."""
-    lines = text.splitlines()
-    wanted: list[str] = []
-    for number, raw in enumerate(lines, 1):
-        line = _COMMENT.sub("", raw).strip()
-        if not line:
-            continue
-        shown = f"requirements.txt line {number} ({line[:80]!r})"
-        if line.endswith("\\"):
-            raise RequirementsError(f"{shown}: line continuations are not supported; write one per line")
-        if line.startswith("-"):
-            raise RequirementsError(
-                f"{shown}: options are not accepted (this server fetches packages only from the index its "
-                "operator configured); list package names and versions only"
-            )
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement as exc:
-            raise RequirementsError(f"{shown}: not a package requirement ({exc})") from None
-        if requirement.url:
-            raise RequirementsError(
-                f"{shown}: direct URLs are not accepted; name the package and version, it is fetched from "
-                "this server's package index"
-            )
-        wanted.append(str(requirement))
-        if len(wanted) > MAX_REQUIREMENT_LINES:
-            raise RequirementsError(f"requirements.txt lists more than {MAX_REQUIREMENT_LINES} packages")
-    return wanted
 
 
 def _describe(path: Path) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from builder.zip_validation import git_refuses
+from agent_uploads.zip_validation import git_refuses
 
 
 class PublishError(RuntimeError):

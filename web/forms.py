@@ -8,11 +8,11 @@ from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 
+from agent_uploads.python_check import first_syntax_error
 from core.actions.errors import SubmissionError
 from core.actions.submissions import check_zip_directory
 from core.models import Competitor, Environment
 from core.models.competitor import NAME_VALIDATOR
-from web.agent_check import first_syntax_error
 
 User = get_user_model()
 

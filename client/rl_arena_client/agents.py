@@ -21,7 +21,8 @@ from rl_arena_client.api import CliError
 from run_duel.sandbox.base import AGENT_ENTRY_FILES
 
 #: Entry files the arena accepts in an upload, in the order it looks for them (the arena's own list is
-#: ``builder.languages.ENTRY_FILES``; a test keeps the two equal). The first one present decides the language.
+#: ``agent_uploads.languages.ENTRY_FILES``; a test keeps the two equal). The first one present decides the
+#: language.
 UPLOAD_ENTRY_FILES = (*AGENT_ENTRY_FILES, "main.cpp", "main.js")
 #: Folders never zipped for upload.
 SKIPPED_NAMES = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache"}

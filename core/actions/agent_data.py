@@ -61,7 +61,7 @@ def data_cap_mb(environment_slug: str) -> int:
     base = settings.AGENT_DATA_MB
     if base <= 0:
         return 0
-    # Lazily, like builder.zip_validation in submit_revision: the rule and the game's info.yml live there.
+    # Lazily, like agent_uploads in submit_revision: the rule and the game's info.yml live there.
     from environments import UnknownGameError, get_info
     from run_duel.api import Limits
     from run_duel.referee import limits_for

@@ -32,7 +32,7 @@ from core.queue import enqueue_on_commit
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from builder.zip_validation import ValidatedZip
+    from agent_uploads.zip_validation import ValidatedZip
 
 ZipSource = BinaryIO | bytes | str | Path
 
@@ -74,7 +74,7 @@ def _spool(zip_file: ZipSource) -> tuple[Path, str, int]:
 
 def _validate_zip(path: Path) -> ValidatedZip:
     # The one import of a non-core package by core: the same validator the builder applies later.
-    from builder.zip_validation import ValidationError, ZipLimits, validate_zip
+    from agent_uploads.zip_validation import ValidationError, ZipLimits, validate_zip
 
     try:
         return validate_zip(path, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
@@ -85,10 +85,11 @@ def _validate_zip(path: Path) -> ValidatedZip:
 def _refuse_what_this_sandbox_cannot_run(validated: ValidatedZip) -> None:
     """On a server whose agents run in the local sandbox (``SANDBOX=local``), refuse at upload what it
     cannot run as asked: C++ and JavaScript agents, packages other than numpy
-    (``builder.local_support``), naming them. The Docker sandbox builds everything the validator let in."""
+    (``agent_uploads.local_support``), naming them. The Docker sandbox builds everything the validator let
+    in."""
     if settings.SANDBOX != "local":
         return
-    from builder.local_support import local_refusal
+    from agent_uploads.local_support import local_refusal
 
     refusal, _notes = local_refusal(validated)
     if refusal:
@@ -115,7 +116,7 @@ def check_zip_directory(upload: BinaryIO) -> None:
     """The validator's early caps (entry count, path depth and length, declared sizes, compression ratio)
     on an upload still in the request, streamed from its central directory in bounded memory; raises
     ``SubmissionError`` with a one-line message. The file position is restored."""
-    from builder.zip_validation import ValidationError, ZipLimits, check_directory
+    from agent_uploads.zip_validation import ValidationError, ZipLimits, check_directory
 
     try:
         check_directory(upload, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))

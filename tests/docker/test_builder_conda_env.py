@@ -1,4 +1,5 @@
-"""A conda environment.yml, translated into pip requirements (``builder.conda_env``; no Docker, no network).
+"""A conda environment.yml, translated into pip requirements (``agent_uploads.conda_env``; no Docker, no
+network).
 
 Real files: the original rl-arena project's example players' and its own environment.yml, and its fixture
 of a broken one (``rl_arena_environments/``, MIT, licence beside them)."""
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.conda_env import nearest_version, parse_environment, translate_conda_spec
-from builder.wheels import RequirementsError
+from agent_uploads.conda_env import nearest_version, parse_environment, translate_conda_spec
+from agent_uploads.requirements import RequirementsError
 
 RL_ARENA = Path(__file__).resolve().parent / "rl_arena_environments"
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from test_builder_packages import Server, _serve, make_wheel
 
+from agent_uploads.requirements import RequirementsError
+from agent_uploads.zip_validation import validate_zip
 from builder.agent_packages import resolve_wanted, wanted_requirements
 from builder.settings import BuilderSettings
 from builder.stacks import STACKS, AgentStacks, Stack, StackError
-from builder.wheels import RequirementsError, TargetPlatform
-from builder.zip_validation import validate_zip
+from builder.wheels import TargetPlatform
 
 TARGET = TargetPlatform(
     python="3.11", implementation="cp", abis=("cp311", "abi3", "none"), platforms=("manylinux2014_x86_64",)

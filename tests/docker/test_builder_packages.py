@@ -27,10 +27,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_uploads.requirements import parse_requirements
 from builder import build_submission
 from builder.agent_packages import stack_pip_options
 from builder.settings import BuilderSettings
-from builder.wheels import TargetPlatform, Wheel, WheelCache, parse_requirements
+from builder.wheels import TargetPlatform, Wheel, WheelCache
 from run_duel.sandbox.docker_client import get_client
 
 pytestmark = pytest.mark.docker

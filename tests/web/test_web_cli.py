@@ -154,7 +154,7 @@ def test_zip_folder_skips_caches_and_requires_player_py(tmp_path):
 
 
 def test_zip_folder_uploads_cpp_and_javascript_agents_as_the_arena_detects_them(tmp_path):
-    from builder.languages import ENTRY_FILES, detect_in_zip
+    from agent_uploads.languages import ENTRY_FILES, detect_in_zip
 
     assert agents.UPLOAD_ENTRY_FILES == ENTRY_FILES
     for kit in ("random_cpp", "random_js"):

@@ -1,7 +1,7 @@
 """A server whose agents run in the local sandbox (SANDBOX=local, no Docker) refuses at upload what it cannot
 run as asked (C++, JavaScript, packages other than numpy), naming it, on the upload form, in the API and
 through ``rl-arena submit``; its upload page promises no compile nor install; the local build refuses the
-same (``builder.local_support``)."""
+same (``agent_uploads.local_support``)."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def _zip_bytes(files: dict[str, bytes]) -> bytes:
 def test_the_syntax_check_compiles_a_bounded_amount_of_source() -> None:
     """Once the compile budget is spent, later modules are left to the smoke test: the error in the last
     one is not looked for (200 modules of 1 MiB of dense code used to hold the request 333 s)."""
-    from web.agent_check import MAX_TOTAL_SOURCE_BYTES, first_syntax_error
+    from agent_uploads.python_check import MAX_TOTAL_SOURCE_BYTES, first_syntax_error
 
     player = b"class Player: ...\n"
     bad = b"def (:\n" + b"#" * 100

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from builder.languages import describe, detect_in_zip
+from agent_uploads.languages import describe, detect_in_zip
 from core import actions
 from core.models import Competitor, Environment
 from web import ratelimit
@@ -71,7 +71,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         "my_competitors": mine,
         "limit_mb": submission_limit_mb(),
         "environments": Environment.objects.filter(is_active=True).order_by("name"),
-        # the local sandbox runs Python agents without packages (builder.local_support): say so, never
+        # the local sandbox runs Python agents without packages (agent_uploads.local_support): say so, never
         # promise a compile or an install it refuses
         "local_sandbox": settings.SANDBOX == "local",
         "no_worker": no_worker_notice(),

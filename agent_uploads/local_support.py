@@ -20,11 +20,16 @@ from importlib import metadata
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from builder.agent_packages import MAX_REQUIREMENTS_BYTES, REQUIREMENTS_FILE, read_package_file
-from builder.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, parse_environment
-from builder.languages import detect_language
-from builder.wheels import RequirementsError, parse_requirements
-from builder.zip_validation import ValidatedZip
+from agent_uploads.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, parse_environment
+from agent_uploads.languages import detect_language
+from agent_uploads.requirements import (
+    MAX_REQUIREMENTS_BYTES,
+    REQUIREMENTS_FILE,
+    RequirementsError,
+    parse_requirements,
+    read_package_file,
+)
+from agent_uploads.zip_validation import ValidatedZip
 
 #: What the local sandbox provides to every agent besides the standard library.
 PROVIDED = ("numpy",)

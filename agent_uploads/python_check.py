@@ -1,6 +1,6 @@
 """Checks of an uploaded agent that need no build: its Python files must at least compile.
 
-The builder validates the zip's structure (``builder.zip_validation``, applied by
+The builder validates the zip's structure (``agent_uploads.zip_validation``, applied by
 ``core.actions.submit_revision``); a syntax error would otherwise only show up minutes later, in the
 smoke test. This compiles (never runs) the entry file (``player.py``, else a Kaggle-style ``main.py``) and
 the other Python files beside it, and words the first error the way Python would print it.

@@ -2,11 +2,11 @@
 
 Every check produces a ``ValidationError`` whose message tells the uploader what to fix. The checks:
 size of the upload; then, streaming the central directory before any list of entries is built
-(``builder.zip_directory``): number of entries, directory size, path length and depth, declared sizes
+(``agent_uploads.zip_directory``): number of entries, directory size, path length and depth, declared sizes
 and compression ratio; then total *actual* decompressed bytes (zip bombs),
 absolute paths, ``..``, backslashes and control characters in names, symlinks, device files, encrypted
 entries, unsupported compression, duplicate names, a file that is also used as a folder, and the presence
-of an entry file (``builder.languages``: ``player.py``, a Kaggle-style ``main.py``, ``main.cpp`` or
+of an entry file (``agent_uploads.languages``: ``player.py``, a Kaggle-style ``main.py``, ``main.cpp`` or
 ``main.js``) — at the top level, or inside one single top-level folder (then that folder is stripped:
 ``my_bot/player.py`` becomes ``player.py``).
 ``__MACOSX/`` and ``.DS_Store`` entries are ignored.
@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from builder.languages import ENTRY_FILES as LANGUAGE_ENTRY_FILES
-from builder.zip_directory import DirectoryError, DirectoryLimits, scan_directory
+from agent_uploads.languages import ENTRY_FILES as LANGUAGE_ENTRY_FILES
+from agent_uploads.zip_directory import DirectoryError, DirectoryLimits, scan_directory
 
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 _CHUNK = 1 << 16
 _IGNORED_PREFIXES = ("__MACOSX/",)
 _IGNORED_BASENAMES = {".DS_Store", "Thumbs.db"}
-#: The entry files that declare an agent's language (``builder.languages``): ``player.py`` (class Player),
-#: ``main.py`` (Kaggle ``agent``), ``main.cpp`` (C++), ``main.js`` (JavaScript).
+#: The entry files that declare an agent's language (``agent_uploads.languages``): ``player.py`` (class
+#: Player), ``main.py`` (Kaggle ``agent``), ``main.cpp`` (C++), ``main.js`` (JavaScript).
 ENTRY_FILES = LANGUAGE_ENTRY_FILES
 #: Code points HFS+ ignores in file names (git's ``is_hfs_dotgit``): ``.g\u200cit`` is ``.git`` there.
 _HFS_IGNORABLE = frozenset([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])

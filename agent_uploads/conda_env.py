@@ -32,7 +32,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from builder.wheels import RequirementsError, parse_requirements
+from agent_uploads.requirements import RequirementsError, parse_requirements
 
 ENVIRONMENT_FILE = "environment.yml"
 #: The largest environment file read (bytes).
