@@ -151,7 +151,8 @@ def build_submission(
             package_notes=tuple(notes),  # shown on the revision page
         )
 
-    from builder.image import ImageBuildError, build_image  # docker SDK only when needed
+    from builder.engine import ImageBuildError  # docker SDK only when needed
+    from builder.image import build_image
 
     try:
         options = {} if registry is FROM_ENV else {"registry": registry}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from builder import build_submission
-from builder.image import ImageBuildError, _run_build
+from builder.engine import ImageBuildError, run_build
 from builder.settings import BuilderSettings
 from run_duel.sandbox.docker_client import get_client
 
@@ -41,7 +41,7 @@ def injected(base_image: str) -> dict[str, list[str]]:
         tar.addfile(info, io.BytesIO(dockerfile.encode()))
     context.seek(0)
     with pytest.raises(ImageBuildError) as raised:  # exit 3: nothing is kept
-        _run_build(context, f"rl-arena-test-probe:{uuid.uuid4().hex[:8]}", settings)
+        run_build(context, f"rl-arena-test-probe:{uuid.uuid4().hex[:8]}", settings)
     seen: dict[str, list[str]] = {}
     current = None
     for line in raised.value.log.splitlines():

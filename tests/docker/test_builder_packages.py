@@ -339,7 +339,7 @@ def test_the_installed_packages_limits_are_enforced_in_the_build(built, tmp_path
 
 def test_no_build_step_has_network(base_image: str) -> None:
     """Any RUN step of our builds: a TCP connection to a server listening on every host address fails."""
-    from builder.image import ImageBuildError, _run_build
+    from builder.engine import ImageBuildError, run_build
 
     config = get_client().networks.get("bridge").attrs["IPAM"]["Config"][0]
     # The host's address on the default bridge (the engine leaves Gateway out when it is the default).
@@ -362,7 +362,7 @@ def test_no_build_step_has_network(base_image: str) -> None:
     tag = f"rl-arena-test-network:{uuid.uuid4().hex[:8]}"
     try:
         with pytest.raises(ImageBuildError) as raised:
-            _run_build(context, tag, BuilderSettings(base_image=base_image))
+            run_build(context, tag, BuilderSettings(base_image=base_image))
         with pytest.raises(TimeoutError):
             listener.accept()
     finally:
