@@ -11,15 +11,13 @@ in exactly the order it was rated - (rated_at, finished_at, id) - and reproduce 
 from __future__ import annotations
 
 import logging
-import math
 import random
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.db.models import Max
 from django.utils import timezone
 
 from core.actions import schedule_duel
@@ -36,18 +34,26 @@ from core.models import (
     TournamentParticipant,
 )
 from tournament_manager import tie_fit
-from tournament_manager.duel_plan import DuelCost, even_lengths
 from tournament_manager.editions import DuelOutcome, round_robin_pairs, standings
 from tournament_manager.ladder import DuelRecord, RatingState, apply_duel
-from tournament_manager.matchmaking import Candidate, MatchmakingPolicy, plan_duels
-from tournament_manager.rating import Rater, Skill, get_rater
+from tournament_manager.ladder_pool import (  # noqa: F401 - re-exported: callers import them from here
+    DEFAULT_DUEL_COST,
+    DUEL_LENGTH_FACTOR,
+    active_environments,
+    duel_cost,
+    get_environment_rater,
+    ladder_candidates,
+    ladder_in_flight,
+    ladder_policy,
+    ladder_queue_target,
+    load_states,
+    state_of,
+)
+from tournament_manager.matchmaking import plan_duels
+from tournament_manager.rating import Rater, Skill
 
 log = logging.getLogger(__name__)
 
-#: The longest ladder duel, as a multiple of the game's ``matches_per_duel`` (``TM_MAX_DUEL_MATCHES`` 0).
-DUEL_LENGTH_FACTOR = 4
-#: The Docker sandbox's measured cost (benchmarks/fixtures/duel_cost.json) when settings give none.
-DEFAULT_DUEL_COST = DuelCost(fixed_s=0.5, per_match_s=0.01)
 #: Duel kinds whose results move ratings (challenges are friendly games).
 RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
 _ACTIVE_DUEL = (Duel.State.QUEUED, Duel.State.RUNNING)
@@ -57,11 +63,6 @@ _DUEL_OUTCOME = {
     Duel.Result.DRAW: 0.5,
     Duel.Result.ERROR: None,
 }
-
-
-def get_environment_rater() -> Rater:
-    """The rater from settings ``TM_RATER`` (default ``"trueskill"``) and ``TM_RATER_PARAMS`` (dict)."""
-    return get_rater(getattr(settings, "TM_RATER", "trueskill"), **getattr(settings, "TM_RATER_PARAMS", {}))
 
 
 # --- ratings -------------------------------------------------------------------------------------------
@@ -96,34 +97,6 @@ def _records(duels: list[dict[str, Any]]) -> list[DuelRecord]:
 
 _DUEL_FIELDS = ("pk", "kind", "finished_at", "revision_1_id", "revision_2_id")
 _DUEL_FIELDS += ("revision_1__competitor_id", "revision_2__competitor_id")
-
-
-def _load_states(environment_id: int, competitor_ids: Iterable[Hashable]) -> dict[Hashable, Rating]:
-    """Existing Rating rows of these competitors, annotated with the revision their rating last saw."""
-    latest = RatingHistory.objects.filter(rating=OuterRef("pk"), duel__isnull=False).order_by("-id")
-    rows = Rating.objects.filter(
-        environment_id=environment_id, competitor_id__in=list(competitor_ids)
-    ).annotate(
-        last_competitor_1=Subquery(latest.values("duel__revision_1__competitor_id")[:1]),
-        last_revision_1=Subquery(latest.values("duel__revision_1_id")[:1]),
-        last_revision_2=Subquery(latest.values("duel__revision_2_id")[:1]),
-    )
-    return {r.competitor_id: r for r in rows}
-
-
-def _state_of(row: Rating) -> RatingState:
-    revision = row.last_revision_1 if row.last_competitor_1 == row.competitor_id else row.last_revision_2
-    return RatingState(
-        skill=Skill(row.mu, row.sigma),
-        matches=row.matches,
-        wins=row.wins,
-        draws=row.draws,
-        losses=row.losses,
-        errors=row.errors,
-        duels=row.duels,
-        last_played_at=row.last_played_at,
-        revision=revision,
-    )
 
 
 def _copy_into(row: Rating, state: RatingState) -> None:
@@ -227,8 +200,8 @@ def rate_pending_duels(environment_id: int, *, limit: int | None = None) -> int:
             return 0
         records = _records(duels)
         competitors = {c for r in records for c in (r.competitor_1, r.competitor_2)}
-        rows = _load_states(environment_id, competitors)
-        states = {c: _state_of(row) for c, row in rows.items()}
+        rows = load_states(environment_id, competitors)
+        states = {c: state_of(row) for c, row in rows.items()}
         stamp = _next_stamp(environment_id)
         _apply_and_store(environment_id, records, states, rater, stamp, rows)
         Duel.objects.filter(pk__in=[d["pk"] for d in duels]).update(rated=True, rated_at=stamp)
@@ -278,113 +251,19 @@ def recompute_ratings(environment_id: int) -> int:
 
 # --- ladder matchmaking --------------------------------------------------------------------------------
 
-
-def duel_cost() -> DuelCost:
-    """The sandbox's cost model from settings ``TM_DUEL_FIXED_SECONDS`` and ``TM_DUEL_MATCH_SECONDS``."""
-    return DuelCost(
-        getattr(settings, "TM_DUEL_FIXED_SECONDS", DEFAULT_DUEL_COST.fixed_s),
-        getattr(settings, "TM_DUEL_MATCH_SECONDS", DEFAULT_DUEL_COST.per_match_s),
-    )
+#: First key of the advisory lock that serialises the matchmaking rounds of one environment.
+_MATCHMAKE_LOCK = 0x544D4D4B  # "TMMK"
 
 
-def ladder_policy(matches_per_duel: int | None = None, cost: DuelCost | None = None) -> MatchmakingPolicy:
-    """The matchmaking policy from settings ``TM_PLACEMENT_MATCHES``, ``TM_RANDOM_SHARE``, ``TM_NEIGHBOURS``,
-    ``TM_MAX_IN_FLIGHT``, ``TM_IDLE_AFTER_SECONDS`` and ``TM_DAILY_DUELS`` (defaults:
-    :class:`MatchmakingPolicy`'s; settled pairs are the stored fit's, see :func:`matchmake`). With the game's
-    ``matches_per_duel``, duel
-    lengths are chosen per pairing among the even numbers from ``TM_MIN_DUEL_MATCHES`` to
-    ``TM_MAX_DUEL_MATCHES`` (0: ``DUEL_LENGTH_FACTOR`` x ``matches_per_duel``) with the cost model
-    ``cost`` (default :func:`duel_cost`)."""
-    default = MatchmakingPolicy()
-    lengths: tuple[int, ...] = ()
-    if matches_per_duel:
-        high = getattr(settings, "TM_MAX_DUEL_MATCHES", 0) or DUEL_LENGTH_FACTOR * matches_per_duel
-        lengths = even_lengths(getattr(settings, "TM_MIN_DUEL_MATCHES", 2), high)
-    return MatchmakingPolicy(
-        placement_matches=getattr(settings, "TM_PLACEMENT_MATCHES", default.placement_matches),
-        random_share=getattr(settings, "TM_RANDOM_SHARE", default.random_share),
-        neighbours=getattr(settings, "TM_NEIGHBOURS", default.neighbours),
-        max_in_flight=getattr(settings, "TM_MAX_IN_FLIGHT", default.max_in_flight),
-        idle_after=timedelta(
-            seconds=getattr(settings, "TM_IDLE_AFTER_SECONDS", default.idle_after.total_seconds())
-        ),
-        cost=(cost or duel_cost()) if lengths else None,
-        duel_lengths=lengths,
-        daily_duels=getattr(settings, "TM_DAILY_DUELS", default.daily_duels),
-    )
-
-
-def _count_by_competitor(duels: Any, ids: list[int]) -> dict[int, int]:
-    """How many of ``duels`` each competitor of ``ids`` plays in (two queries)."""
-    counts: dict[int, int] = dict.fromkeys(ids, 0)
-    for field in ("revision_1__competitor_id", "revision_2__competitor_id"):
-        for cid, n in duels.values_list(field).annotate(n=Count("pk")).order_by():
-            if cid in counts:
-                counts[cid] += n
-    return counts
-
-
-def ladder_candidates(environment_id: int, rater: Rater | None = None) -> list[tuple[Candidate, int]]:
-    """Every active competitor with an eligible current revision, as (Candidate, current revision id).
-
-    A competitor whose rating last saw an older revision is presented with its uncertainty reset and no
-    matches, so its new revision goes through placement.
-    """
-    rater = rater or get_environment_rater()
-    competitors = list(
-        Competitor.objects.filter(
-            environment_id=environment_id,
-            status=Competitor.Status.ACTIVE,
-            current_revision__state=Revision.State.ELIGIBLE,
-        ).values("pk", "current_revision_id", "status", "current_revision__content_hash")
-    )
-    ids = [c["pk"] for c in competitors]
-    ratings = _load_states(environment_id, ids)
-    active = Duel.objects.filter(environment_id=environment_id, state__in=_ACTIVE_DUEL)
-    in_flight = _count_by_competitor(active, ids)
-    since = timezone.now() - timedelta(days=1)
-    ladder = Duel.objects.filter(environment_id=environment_id, kind=Duel.Kind.LADDER)
-    finished = ladder.filter(finished_at__gte=since)
-    today = _count_by_competitor(finished, ids)  # plus the ones in flight: the daily budget counts both
-    out = []
-    for c in competitors:
-        row = ratings.get(c["pk"])
-        if row is None:
-            skill, matches, last = rater.initial(), 0, None
-        else:
-            state = _state_of(row)
-            skill, matches, last = state.skill, state.matches, state.last_played_at
-            if state.revision is not None and state.revision != c["current_revision_id"]:
-                skill, matches = rater.reset_uncertainty(skill), 0
-        busy = in_flight[c["pk"]]
-        cand = Candidate(
-            c["pk"],
-            skill,
-            matches,
-            last,
-            busy,
-            duels_today=today[c["pk"]] + busy,
-            code=c["current_revision__content_hash"] or None,
-        )
-        out.append((cand, c["current_revision_id"]))
-    return out
-
-
-def ladder_queue_target() -> int:
-    """How many ladder duels each environment keeps queued or running: ``TM_LADDER_QUEUE_TARGET`` when it
-    is set, else the live capacity: ``TM_LADDER_SLOT_FACTOR`` x the job slots of the healthy workers
-    (``core.jobs.health.live_slots``), shared equally by the active environments (rounded up, so every
-    game keeps at least one duel in flight while any worker is up)."""
-    fixed = getattr(settings, "TM_LADDER_QUEUE_TARGET", None)
-    if fixed is not None:
-        return int(fixed)
-    from core.jobs.health import live_slots
-
-    slots = live_slots()
-    if slots <= 0:
-        return 0
-    games = max(1, len(active_environments()))
-    return math.ceil(float(getattr(settings, "TM_LADDER_SLOT_FACTOR", 2.0)) * slots / games)
+def _lock_matchmaking(environment_id: int) -> None:
+    """Serialise matchmaking rounds of the environment until the transaction ends: a transaction-level
+    advisory lock on PostgreSQL (the rating rounds' row lock on the Environment is never taken, so a round
+    never waits for them nor they for it); the Environment row elsewhere (SQLite serialises writers)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_MATCHMAKE_LOCK, environment_id])
+    else:
+        Environment.objects.select_for_update(no_key=True).only("pk").get(pk=environment_id)
 
 
 def matchmake(
@@ -392,27 +271,28 @@ def matchmake(
 ) -> list[Duel]:
     """Schedule a batch of disjoint ladder duels so the environment has its target number in flight.
 
-    Runs under the environment's row lock so two matchmaking runs never double-book a competitor.
+    Rounds of one environment are serialised (:func:`_lock_matchmaking`), so two rounds never
+    double-book a competitor; they read the ratings as committed, without the rating rounds' lock. The
+    round plans over a bounded pool (:mod:`tournament_manager.ladder_pool`): its cost follows the duels
+    it plans, not the league's size or history.
     """
     rng = rng or random.Random()
     rater = get_environment_rater()
     created: list[Duel] = []
     with transaction.atomic():
-        env = Environment.objects.select_for_update(no_key=True).get(pk=environment_id)
+        _lock_matchmaking(environment_id)
+        env = Environment.objects.only("pk", "is_active", "matches_per_duel").get(pk=environment_id)
         if not env.is_active:
             return []
         if batch_size is None:
-            busy = Duel.objects.filter(
-                environment_id=environment_id, kind=Duel.Kind.LADDER, state__in=_ACTIVE_DUEL
-            )
-            batch_size = max(0, ladder_queue_target() - busy.count())
+            batch_size = max(0, ladder_queue_target() - ladder_in_flight(environment_id))
         if batch_size == 0:
             return []
-        cands = ladder_candidates(environment_id, rater)
-        revision_of = {c.id: rev for c, rev in cands}
         policy = ladder_policy(env.matches_per_duel)
         fit = tie_fit.stored_fit(environment_id)  # settled pairs: the Bradley-Terry fit's verdicts
         settled, to_play = (fit.needs_no_duel, fit.needs_play) if fit is not None else (None, ())
+        cands = ladder_candidates(environment_id, rater, policy, batch=batch_size, to_play=to_play, rng=rng)
+        revision_of = {c.id: rev for c, rev in cands}
         now = timezone.now()
         planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, now, policy, settled, to_play)
         for duel in planned:
@@ -530,21 +410,3 @@ def check_editions(environment_id: int) -> Tournament | None:
 def running_tournaments() -> list[int]:
     """Ids of editions still RUNNING."""
     return list(Tournament.objects.filter(state=Tournament.State.RUNNING).values_list("pk", flat=True))
-
-
-def active_environments() -> list[int]:
-    """Ids of active environments with at least two playable competitors."""
-    return list(
-        Environment.objects.filter(is_active=True)
-        .annotate(
-            playable=Count(
-                "competitors",
-                filter=Q(
-                    competitors__status=Competitor.Status.ACTIVE,
-                    competitors__current_revision__state=Revision.State.ELIGIBLE,
-                ),
-            )
-        )
-        .filter(playable__gte=2)
-        .values_list("pk", flat=True)
-    )

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models.jobs import LeasedJob
-from run_duel.outcomes import DuelResult, MatchResult
+from run_duel.api import DuelResult, MatchResult
 
 
 class Duel(LeasedJob):
@@ -86,6 +86,18 @@ class Duel(LeasedJob):
             models.Index(fields=["environment", "-finished_at"], name="core_duel_env_recent"),
             models.Index(fields=["revision_1", "revision_2"], name="core_duel_pair"),
             models.Index(fields=["tournament", "state"], name="core_duel_tournament"),
+            # A player's ladder duels of the last 24 hours (the daily budget), for the few competitors a
+            # matchmaking round plans with: their duels of the day, never the ladder's whole day.
+            models.Index(
+                fields=["revision_1", "finished_at"],
+                name="core_duel_ladder_p1_day",
+                condition=Q(kind="LADDER", finished_at__isnull=False),
+            ),
+            models.Index(
+                fields=["revision_2", "finished_at"],
+                name="core_duel_ladder_p2_day",
+                condition=Q(kind="LADDER", finished_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
