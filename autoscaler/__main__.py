@@ -14,6 +14,7 @@ import threading
 
 from autoscaler.policy import QueueSnapshot, WorkerView, decide
 from autoscaler.runner import policy_from_env, provider_from_env, step
+from autoscaler.settings import autoscaler_settings
 
 
 def _read_queue_from_db() -> QueueSnapshot:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             logging.getLogger("autoscaler").exception("autoscaler step failed; retrying next interval")
         if args.once:
             break
-        stop.wait(args.interval)
+        stop.wait(autoscaler_settings().interval_s if args.interval is None else args.interval)
     return 0
 
 
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--provider", choices=["local", "digitalocean"], default=None)
     run_p.add_argument("--once", action="store_true", help="one step, then exit")
     run_p.add_argument("--dry-run", action="store_true", help="print provider calls instead of making them")
-    run_p.add_argument("--interval", type=float, default=float(os.environ.get("AUTOSCALER_INTERVAL_S", "30")))
+    run_p.add_argument("--interval", type=float, default=None, help="default: $AUTOSCALER_INTERVAL_S or 30")
     dec = sub.add_parser("decide", help="print the decision for given numbers")
     dec.add_argument("--queued", type=int, required=True)
     dec.add_argument("--running", type=int, default=0)

@@ -1,4 +1,4 @@
-"""Operator settings of the builder, read from the environment (no Django here).
+"""Operator settings of the builder, read from the environment by ``envsettings`` (no Django here).
 
 | variable | default | meaning |
 |---|---|---|
@@ -19,39 +19,16 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from envsettings import env_int, env_str, env_url
 
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def _env_str(name: str, default: str) -> str:
-    return os.environ.get(name, "").strip() or default
-
-
-def _env_url(name: str, default: str) -> str:
-    value = _env_str(name, default)
-    if value and not value.startswith(("http://", "https://")):
-        raise ValueError(f"{name} must be an http:// or https:// URL, got {value!r}")
-    return value
-
-
 def _default_wheel_cache() -> Path:
-    data = os.environ.get("RL_ARENA_DATA_DIR", "").strip() or os.environ.get("DATA_DIR", "").strip()
+    data = env_str("RL_ARENA_DATA_DIR") or env_str("DATA_DIR")
     return (Path(data) if data else _REPO / "data") / "cache" / "wheels"
 
 
@@ -75,22 +52,23 @@ class BuilderSettings:
 
     @classmethod
     def from_env(cls) -> BuilderSettings:
-        """Read the settings from environment variables (see the module docstring)."""
-        cache = os.environ.get("AGENT_WHEEL_CACHE_DIR", "").strip()
+        """Read the settings from environment variables (see the module docstring); a malformed value
+        raises ``envsettings.SettingsError`` naming the variable and the value."""
+        cache = env_str("AGENT_WHEEL_CACHE_DIR")
         return cls(
-            base_image=_env_str("AGENT_BASE_IMAGE", cls.base_image),
-            cpp_base_image=_env_str("AGENT_CPP_BASE_IMAGE", cls.cpp_base_image),
-            js_base_image=_env_str("AGENT_JS_BASE_IMAGE", cls.js_base_image),
-            build_timeout_s=_env_int("AGENT_BUILD_TIMEOUT_S", cls.build_timeout_s),
-            build_memory_mb=_env_int("AGENT_BUILD_MEMORY_MB", cls.build_memory_mb, minimum=64),
-            image_repository=_env_str("AGENT_IMAGE_REPOSITORY", cls.image_repository),
-            pip_index_url=_env_url("AGENT_PIP_INDEX_URL", cls.pip_index_url),
-            pip_extra_index_url=_env_url("AGENT_PIP_EXTRA_INDEX_URL", ""),
+            base_image=env_str("AGENT_BASE_IMAGE", cls.base_image),
+            cpp_base_image=env_str("AGENT_CPP_BASE_IMAGE", cls.cpp_base_image),
+            js_base_image=env_str("AGENT_JS_BASE_IMAGE", cls.js_base_image),
+            build_timeout_s=env_int("AGENT_BUILD_TIMEOUT_S", cls.build_timeout_s, minimum=0),
+            build_memory_mb=env_int("AGENT_BUILD_MEMORY_MB", cls.build_memory_mb, minimum=64),
+            image_repository=env_str("AGENT_IMAGE_REPOSITORY", cls.image_repository),
+            pip_index_url=env_url("AGENT_PIP_INDEX_URL", cls.pip_index_url),
+            pip_extra_index_url=env_url("AGENT_PIP_EXTRA_INDEX_URL", ""),
             wheel_cache_dir=Path(cache) if cache else None,
-            wheel_cache_mb=_env_int("AGENT_WHEEL_CACHE_MB", cls.wheel_cache_mb, minimum=1),
-            packages_max_mb=_env_int("AGENT_PACKAGES_MAX_MB", cls.packages_max_mb, minimum=1),
-            packages_max_files=_env_int("AGENT_PACKAGES_MAX_FILES", cls.packages_max_files, minimum=1),
-            packages_timeout_s=_env_int("AGENT_PACKAGES_TIMEOUT_S", cls.packages_timeout_s, minimum=1),
+            wheel_cache_mb=env_int("AGENT_WHEEL_CACHE_MB", cls.wheel_cache_mb, minimum=1),
+            packages_max_mb=env_int("AGENT_PACKAGES_MAX_MB", cls.packages_max_mb, minimum=1),
+            packages_max_files=env_int("AGENT_PACKAGES_MAX_FILES", cls.packages_max_files, minimum=1),
+            packages_timeout_s=env_int("AGENT_PACKAGES_TIMEOUT_S", cls.packages_timeout_s, minimum=1),
         )
 
     @property

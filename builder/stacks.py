@@ -49,6 +49,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from agent_uploads.requirements import RequirementsError
 from builder.settings import BuilderSettings
 from builder.wheels import Resolution, TargetPlatform, WheelCache, WheelCacheError
+from envsettings import env_int, env_str
 
 STACK_RECIPE_VERSION = "1"
 STACKS_DIR = "/opt/stacks"
@@ -91,7 +92,7 @@ STACKS: dict[str, StackSpec] = {
 
 
 def stack_image_name(spec: StackSpec) -> str:
-    return os.environ.get(spec.image_setting, "").strip() or spec.default_image
+    return env_str(spec.image_setting) or spec.default_image
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _pull(client, name: str) -> bool:
     cannot be had. Only a name with a registry part (``host[:port]/...``) is pulled."""
     from docker.errors import DockerException
 
-    from run_duel.registry import RegistryConfig, RegistryConfigError
+    from run_duel.api import RegistryConfig, RegistryConfigError
 
     first = name.split("/", 1)[0]
     if "/" not in name or not ("." in first or ":" in first or first == "localhost"):
@@ -289,7 +290,7 @@ def _stack_settings(settings: BuilderSettings) -> BuilderSettings:
     """The operator's wheels are trusted: generous caps (they only bound a mistake)."""
     return dataclasses.replace(
         settings,
-        packages_max_mb=int(os.environ.get("AGENT_STACK_MAX_MB", "") or 8192),
+        packages_max_mb=env_int("AGENT_STACK_MAX_MB", 8192, minimum=1),
         packages_max_files=500000,
         packages_timeout_s=max(settings.packages_timeout_s, 1800),
     )
@@ -299,7 +300,7 @@ def _pick_wheel(folder: Path, spec: StackSpec, target: TargetPlatform) -> Path |
     """The newest wheel of the stack's main package in ``folder`` that ``target`` can install (pinned by
     ``AGENT_STACK_<NAME>_VERSION`` when set)."""
     main = canonicalize_name(spec.provides[0])
-    pinned = os.environ.get(spec.version_setting, "").strip()
+    pinned = env_str(spec.version_setting)
     python = "cp" + target.python.replace(".", "")
     best: tuple | None = None
     for path in folder.glob("*.whl"):
@@ -321,7 +322,7 @@ def _pick_wheel(folder: Path, spec: StackSpec, target: TargetPlatform) -> Path |
 
 def _pip_find_links() -> list[str]:
     """The local folders of pip's find-links setting (``PIP_FIND_LINKS``, then pip's configuration files)."""
-    links = os.environ.get("PIP_FIND_LINKS", "").split()
+    links = env_str("PIP_FIND_LINKS").split()
     try:
         listed = subprocess.run(
             [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
@@ -340,7 +341,7 @@ def stack_wheel(spec: StackSpec, target: TargetPlatform, settings: BuilderSettin
     else one in a folder of ``PIP_FIND_LINKS`` (the operator's local wheels), else one fetched (without its
     dependencies) from ``AGENT_STACK_<NAME>_INDEX_URL`` alone, PyTorch's CPU index by default: never from
     the general index, whose torch is the multi-GB CUDA build."""
-    source = os.environ.get(spec.wheel_setting, "").strip()
+    source = env_str(spec.wheel_setting)
     if source:
         path = Path(source)
         if path.is_file():
@@ -358,13 +359,13 @@ def stack_wheel(spec: StackSpec, target: TargetPlatform, settings: BuilderSettin
         found = _pick_wheel(Path(link), spec, target) if Path(link).is_dir() else None
         if found is not None:
             return found
-    index = os.environ.get(spec.index_setting, "").strip() or spec.default_index
+    index = env_str(spec.index_setting) or spec.default_index
     folder = settings.wheel_cache / "stack-sources" / spec.name
     found = _pick_wheel(folder, spec, target) if folder.is_dir() else None
     if found is not None:
         return found
     folder.mkdir(parents=True, exist_ok=True)
-    pinned = os.environ.get(spec.version_setting, "").strip()
+    pinned = env_str(spec.version_setting)
     command = [
         sys.executable, "-m", "pip", "download", "--isolated", "--no-input", "--disable-pip-version-check",
         "--no-cache-dir", "--progress-bar", "off", "--no-deps", "--only-binary=:all:", "--index-url", index,
@@ -411,7 +412,7 @@ def build_stack(
     from docker.errors import ImageNotFound
 
     from builder.image import _probe_platform
-    from run_duel.sandbox.docker_client import get_client
+    from run_duel.api import get_docker_client as get_client
 
     spec = STACKS[name]
     settings = settings or BuilderSettings.from_env()
@@ -486,8 +487,8 @@ def push_stack(stack: Stack) -> str:
     so every agent image shares the same stack layers in the registry."""
     from docker.errors import DockerException
 
-    from run_duel.registry import RegistryConfig, RegistryConfigError
-    from run_duel.sandbox.docker_client import get_client
+    from run_duel.api import RegistryConfig, RegistryConfigError
+    from run_duel.api import get_docker_client as get_client
 
     try:
         registry = RegistryConfig.from_env()

@@ -1,8 +1,9 @@
-"""Typed, loud parsing of environment variables for ``core.settings``.
+"""Environment variables for ``core.settings``: the parser of ``envsettings``, raising Django's error.
 
-Every helper reads one variable, converts it, and raises ``ImproperlyConfigured`` naming the variable
-when the value cannot be used. Secrets also accept a ``<NAME>_FILE`` variant that points to a file holding
-the value (Docker/Kubernetes secrets); setting both is an error.
+Every helper is ``envsettings``'s (one parser for the whole project: it reads one variable, converts it,
+and names the variable and the value when it cannot be used), with ``SettingsError`` turned into
+``ImproperlyConfigured``. Secrets also accept a ``<NAME>_FILE`` variant that points to a file holding the
+value (Docker/Kubernetes secrets); setting both is an error.
 
 A ``.env`` file at the repository root (or at ``$ENV_FILE``) is read first, if present; variables already
 set in the process environment win over it.
@@ -10,37 +11,45 @@ set in the process environment win over it.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ParamSpec, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+import envsettings
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def load_env_file(path: Path) -> None:
-    """Put ``KEY=VALUE`` lines of ``path`` into ``os.environ`` unless already set. Missing file: no-op."""
-    if not path.is_file():
-        return
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].lstrip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise ImproperlyConfigured(f"{path}:{lineno}: expected KEY=VALUE, got {raw!r}")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        os.environ.setdefault(key, value)
+def _django(parse: Callable[P, R]) -> Callable[P, R]:
+    """``parse`` raising ``ImproperlyConfigured`` instead of ``SettingsError`` (same message)."""
+
+    @functools.wraps(parse)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return parse(*args, **kwargs)
+        except envsettings.SettingsError as exc:
+            raise ImproperlyConfigured(str(exc)) from exc.__cause__
+
+    return wrapper
+
+
+load_env_file = _django(envsettings.load_env_file)
+env_required = _django(envsettings.env_required)
+env_bool = _django(envsettings.env_bool)
+env_int = _django(envsettings.env_int)
+env_float = _django(envsettings.env_float)
+env_json_object = _django(envsettings.env_json_object)
+env_rate_limits = _django(envsettings.env_rate_limits)
+env_list = _django(envsettings.env_list)
+env_choice = _django(envsettings.env_choice)
+env_path = _django(envsettings.env_path)
 
 
 def env_str(name: str, default: str | None = None) -> str | None:
@@ -48,138 +57,10 @@ def env_str(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
 
-def env_required(name: str) -> str:
-    """The value of ``name``; raises if it is unset or empty."""
-    value = os.environ.get(name, "")
-    if not value.strip():
-        raise ImproperlyConfigured(f"environment variable {name} is required")
-    return value
-
-
-def env_bool(name: str, default: bool) -> bool:
-    """``1/true/yes/on`` or ``0/false/no/off`` (case-insensitive)."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
-
-
-def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An integer, optionally bounded."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        value = default
-    else:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} must be >= {minimum}")
-    if maximum is not None and value > maximum:
-        raise ImproperlyConfigured(f"{name}={value} must be <= {maximum}")
-    return value
-
-
-def env_float(
-    name: str, default: float, *, minimum: float | None = None, maximum: float | None = None
-) -> float:
-    """A finite float, optionally bounded."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        value = default
-    else:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ImproperlyConfigured(f"{name}={raw!r} must be a finite number")
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} must be >= {minimum}")
-    if maximum is not None and value > maximum:
-        raise ImproperlyConfigured(f"{name}={value} must be <= {maximum}")
-    return value
-
-
-def env_json_object(name: str, default: dict[str, Any]) -> dict[str, Any]:
-    """A JSON object (``{"beta": 2.5}``); empty or unset gives ``default``."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return dict(default)
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ImproperlyConfigured(f'{name}={raw!r} must be a JSON object like {{"beta": 2.5}}')
-    return value
-
-
-def env_rate_limits(name: str) -> dict[str, tuple[int, int]]:
-    """``scope=hits/seconds`` pairs, comma-separated (``login=10/300,upload=20/3600``); unset: ``{}``."""
-    raw = os.environ.get(name, "")
-    limits: dict[str, tuple[int, int]] = {}
-    for item in (part.strip() for part in raw.split(",")):
-        if not item:
-            continue
-        scope, _, spec = item.partition("=")
-        hits, _, seconds = spec.partition("/")
-        try:
-            parsed = (int(hits), int(seconds))
-        except ValueError:
-            parsed = (-1, 0)
-        if not scope.strip() or parsed[0] < 0 or parsed[1] < 1:
-            raise ImproperlyConfigured(
-                f"{name}: {item!r} is not scope=hits/seconds (e.g. login=10/300; 0 hits: no limit)"
-            )
-        limits[scope.strip()] = parsed
-    return limits
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    """A comma-separated list; blanks are dropped."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return list(default)
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
-def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    """One of ``choices`` (case-insensitive)."""
-    raw = os.environ.get(name)
-    value = default if raw is None or raw.strip() == "" else raw.strip().lower()
-    if value not in choices:
-        raise ImproperlyConfigured(f"{name}={raw!r} must be one of: {', '.join(choices)}")
-    return value
-
-
-def env_path(name: str, default: Path) -> Path:
-    """An absolute path (relative values are resolved against the current directory)."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    return Path(raw.strip()).expanduser().resolve()
-
-
 def env_secret(name: str) -> str | None:
-    """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (trailing newline stripped)."""
-    direct = os.environ.get(name)
-    file_var = f"{name}_FILE"
-    file_name = os.environ.get(file_var)
-    if direct and file_name:
-        raise ImproperlyConfigured(f"set either {name} or {file_var}, not both")
-    if file_name:
-        try:
-            return Path(file_name).read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            raise ImproperlyConfigured(f"{file_var}={file_name!r} cannot be read: {exc}") from exc
-    return direct or None
+    """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (trailing newline stripped); ``None``
+    when neither is set."""
+    return _django(envsettings.env_secret)(name) or None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ from core.config import (
     load_env_file,
     parse_database_url,
 )
+from envsettings import SettingsError
+from run_duel.registry import RegistryConfig
+from run_duel.settings import run_duel_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_env_file(env_path("ENV_FILE", BASE_DIR / ".env"))
@@ -262,14 +265,20 @@ BUILDS_DIR = DATA_DIR / "builds"  # local-backend agent folders
 
 # --- the arena -----------------------------------------------------------------------------------------
 SANDBOX = env_choice("SANDBOX", "local", ("local", "docker"))
-# Without bubblewrap the local sandbox refuses to start (run_duel/sandbox/local.py reads the variable);
-# True runs agents as plain subprocesses that can read this machine's secrets, with a warning each duel.
-SANDBOX_ALLOW_UNISOLATED = env_bool("SANDBOX_ALLOW_UNISOLATED", False)
-# The host's cgroup file system as the worker sees it (run_duel/sandbox/cgroups.py reads the variable);
-# empty: where it is mounted. Used to freeze a waiting agent's container between its moves.
-AGENT_CGROUP_ROOT = env_str("AGENT_CGROUP_ROOT", "") or ""
+# The referee's and sandboxes' variables are parsed once, by run_duel.settings (a library without Django);
+# here they are read from that object, so a malformed value stops every process at start-up.
+try:
+    _RUN_DUEL = run_duel_settings()
+except SettingsError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
+# Without bubblewrap the local sandbox refuses to start; True runs agents as plain subprocesses that can
+# read this machine's secrets, with a warning each duel.
+SANDBOX_ALLOW_UNISOLATED = _RUN_DUEL.allow_unisolated
+# The host's cgroup file system as the worker sees it; empty: where it is mounted. Used to freeze a waiting
+# agent's container between its moves.
+AGENT_CGROUP_ROOT = _RUN_DUEL.cgroup_root
 # Run each duel's referee and both agents on one free core once they are ready (run_duel/cpu_slots.py).
-DUEL_CPU_PINNING = env_bool("DUEL_CPU_PINNING", True)
+DUEL_CPU_PINNING = _RUN_DUEL.cpu_pinning
 # Warm Docker sandboxes (run_duel/sandbox/docker_warm.py): a container per revision serves many duels, each
 # in a fresh agent process; retired after DUEL_SANDBOX_REUSE_DUELS seats or _SECONDS, or anything unexpected.
 DUEL_SANDBOX_REUSE = env_bool("DUEL_SANDBOX_REUSE", True)
@@ -321,14 +330,14 @@ SITE_URL = (env_str("SITE_URL", "") or "").rstrip("/")
 
 # --- agent images: the registry and each worker's image cache (run_duel/registry.py, run_duel/images.py) --
 # AGENT_REGISTRY: [http://|https://]host[:port][/prefix]; empty or "none": no registry, agent images stay in
-# the Docker engine that built them (one machine only). The builder and the workers read these variables
-# from the environment themselves; here they are checked once, loudly, at start-up.
-AGENT_REGISTRY_USERNAME = (env_str("AGENT_REGISTRY_USERNAME", "") or "").strip()
-AGENT_REGISTRY_PASSWORD = env_secret("AGENT_REGISTRY_PASSWORD") or ""
-AGENT_REGISTRY_API_URL = (env_str("AGENT_REGISTRY_API_URL", "") or "").strip()
+# the Docker engine that built them (one machine only). Parsed by run_duel.settings (see above); the address
+# is checked here once, loudly, at start-up.
+AGENT_REGISTRY_USERNAME = _RUN_DUEL.registry_username
+AGENT_REGISTRY_PASSWORD = _RUN_DUEL.registry_password
+AGENT_REGISTRY_API_URL = _RUN_DUEL.registry_api_url
 # Bytes of agent images each worker host keeps (the pull-time trim of run_duel/images.py and the image
 # collector of duel_runner/image_gc.py); least recently used unused ones go first (0: no limit).
-AGENT_IMAGE_CACHE_BYTES = env_int("AGENT_IMAGE_CACHE_BYTES", 10 * 1024**3, minimum=0)
+AGENT_IMAGE_CACHE_BYTES = _RUN_DUEL.image_cache_bytes
 # How often the image collector removes images of revisions that can no longer play (duel_runner/image_gc.py).
 IMAGE_GC_INTERVAL_SECONDS = env_float("IMAGE_GC_INTERVAL_SECONDS", 600.0, minimum=10.0)
 # The image collector also deletes retired revisions' images from AGENT_REGISTRY (only for a registry this
@@ -340,22 +349,11 @@ IMAGE_GC_GRACE_SECONDS = env_float("IMAGE_GC_GRACE_SECONDS", 3600.0, minimum=0.0
 
 def _agent_registry() -> str:
     """``AGENT_REGISTRY``, refused at start-up unless the workers can use it as it is."""
-    from run_duel.registry import RegistryConfig, RegistryConfigError
-
-    value = (env_str("AGENT_REGISTRY", "") or "").strip()
-    if value.lower() == "none":
-        return ""
-    if value:
-        try:
-            RegistryConfig.parse(
-                value,
-                username=AGENT_REGISTRY_USERNAME,
-                password=AGENT_REGISTRY_PASSWORD,
-                api_url=AGENT_REGISTRY_API_URL,
-            )
-        except RegistryConfigError as exc:
-            raise ImproperlyConfigured(str(exc)) from None
-    return value
+    try:
+        RegistryConfig.from_env()
+    except SettingsError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
+    return _RUN_DUEL.registry
 
 
 AGENT_REGISTRY = _agent_registry()

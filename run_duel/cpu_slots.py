@@ -25,15 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from run_duel.sandbox.base import runtime_dir
+from run_duel.settings import run_duel_settings
 
 ENV_SWITCH = "DUEL_CPU_PINNING"
-_OFF = {"0", "off", "false", "no"}
 LOCK_FOLDER = "rl-arena-cpu-slots"
 
 
 def pinning_enabled() -> bool:
-    """Whether ``$DUEL_CPU_PINNING`` allows placement (default: on)."""
-    return os.environ.get(ENV_SWITCH, "on").strip().lower() not in _OFF
+    """Whether ``$DUEL_CPU_PINNING`` allows placement (default: on; a value that is not a boolean stops
+    the process, ``run_duel.settings``)."""
+    return run_duel_settings().cpu_pinning
 
 
 @dataclass

@@ -44,12 +44,12 @@ from typing import Any
 
 from run_duel.registry import RegistryConfig, RegistryConfigError
 from run_duel.sandbox.base import SandboxError, runtime_dir
+from run_duel.settings import DEFAULT_CACHE_BYTES, run_duel_settings
 
 log = logging.getLogger(__name__)
 
 #: The label every agent image carries (``builder.image``); the cache never touches other images.
 AGENT_IMAGE_LABEL = ("rl-arena", "agent-image")
-DEFAULT_CACHE_BYTES = 10 * 1024**3
 #: How long one pull may take in all, and how long the engine may stay silent during it.
 PULL_TIMEOUT_S = 900.0
 PULL_STALL_S = 120.0
@@ -78,17 +78,8 @@ def parse_digest_ref(ref: str) -> tuple[str, str] | None:
 
 
 def cache_budget_from_env() -> int:
-    """``AGENT_IMAGE_CACHE_BYTES`` (bytes, >= 0; 0 = no limit), default ``DEFAULT_CACHE_BYTES``."""
-    raw = os.environ.get("AGENT_IMAGE_CACHE_BYTES", "").strip()
-    if not raw:
-        return DEFAULT_CACHE_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        raise RegistryConfigError(f"AGENT_IMAGE_CACHE_BYTES={raw!r} is not an integer (bytes)") from None
-    if value < 0:
-        raise RegistryConfigError(f"AGENT_IMAGE_CACHE_BYTES={value} must be >= 0 (0: no limit)")
-    return value
+    """``AGENT_IMAGE_CACHE_BYTES`` (bytes, >= 0; 0 = no limit) of the settings (``run_duel.settings``)."""
+    return run_duel_settings().image_cache_bytes
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ or ``none``: no registry, agent images stay in the engine that built them. ``AGE
 HTTP API when that is not where the Docker engine reaches it (docker-compose: the engine on the host,
 ``127.0.0.1:5000``; the worker in a container, ``http://registry:5000``).
 
+The variables are read by ``run_duel.settings``; ``AGENT_REGISTRY=none`` says "no registry" explicitly
+(``./prepare_dev.sh`` uses a local registry when the variable is empty).
+
 Docker image references never carry the scheme: ``RegistryConfig.repository("rl-arena-agent")`` is
 ``127.0.0.1:5000/rl-arena-agent``.
 """
@@ -17,12 +20,13 @@ from __future__ import annotations
 
 import base64
 import ipaddress
-import os
 import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
+
+from envsettings import SettingsError
+from run_duel.settings import run_duel_settings
 
 #: ``host[:port]`` then an optional lowercase path (Distribution's repository-name grammar, simplified).
 _REGISTRY_RE = re.compile(
@@ -31,12 +35,7 @@ _REGISTRY_RE = re.compile(
 )
 
 
-#: ``AGENT_REGISTRY=none``: no registry, said explicitly (``./prepare_dev.sh`` uses a local registry when
-#: the variable is empty).
-NO_REGISTRY = "none"
-
-
-class RegistryConfigError(ValueError):
+class RegistryConfigError(SettingsError):
     """A registry setting cannot be used (the message names the variable)."""
 
 
@@ -107,15 +106,15 @@ class RegistryConfig:
 
     @classmethod
     def from_env(cls) -> RegistryConfig | None:
-        """The registry of the environment variables (module docstring); ``None`` when none is set."""
-        value = os.environ.get("AGENT_REGISTRY", "").strip()
-        if not value or value.lower() == NO_REGISTRY:
+        """The registry of the settings (``run_duel.settings``); ``None`` when none is set."""
+        conf = run_duel_settings()
+        if not conf.registry:
             return None
         return cls.parse(
-            value,
-            username=os.environ.get("AGENT_REGISTRY_USERNAME", "").strip(),
-            password=_secret("AGENT_REGISTRY_PASSWORD"),
-            api_url=os.environ.get("AGENT_REGISTRY_API_URL", ""),
+            conf.registry,
+            username=conf.registry_username,
+            password=conf.registry_password,
+            api_url=conf.registry_api_url,
         )
 
     @property
@@ -165,17 +164,3 @@ class RegistryConfig:
         if status in (200, 401):
             return None
         return f"the agent registry {self.base_url} answers GET /v2/ with HTTP {status}"
-
-
-def _secret(name: str) -> str:
-    """``NAME`` or the content of the file named by ``NAME_FILE`` (the convention of core/config.py)."""
-    direct = os.environ.get(name, "")
-    file_name = os.environ.get(f"{name}_FILE", "")
-    if direct and file_name:
-        raise RegistryConfigError(f"set either {name} or {name}_FILE, not both")
-    if file_name:
-        try:
-            return Path(file_name).read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            raise RegistryConfigError(f"{name}_FILE={file_name!r} cannot be read: {exc}") from exc
-    return direct

@@ -8,7 +8,6 @@ are never rated (they are not duels).
 
 from __future__ import annotations
 
-import os
 import secrets
 from typing import Any
 
@@ -28,11 +27,10 @@ class IllegalMoveError(ActionError):
 
 
 def play_setting(name: str, default: float) -> float:
-    """A live-play setting: ``settings.<name>``, else the environment variable, else ``default``."""
+    """A live-play setting: ``settings.<name>`` (parsed from the environment by ``core.settings``), else
+    ``default``."""
     value = getattr(settings, name, None)
-    if value is None:
-        value = os.environ.get(name, default)
-    return float(value)
+    return default if value is None else float(value)
 
 
 def inactivity_timeout() -> float:

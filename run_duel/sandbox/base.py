@@ -7,8 +7,6 @@ the user's ``player.py`` and speaks the newline-delimited JSON protocol of ``run
 
 from __future__ import annotations
 
-import os
-import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 from run_duel.agent_data import AgentData
 from run_duel.channel import Channel
 from run_duel.sandbox.cgroups import CpuUsage
+from run_duel.settings import run_duel_settings
 
 #: How every sandbox (and our image's entrypoint) starts the Python harness: isolated (``-I``: no
 #: ``PYTHONPATH``, no user site, not even the script's folder on ``sys.path``), so nothing an agent
@@ -32,7 +31,7 @@ AGENT_ENTRY_FILES = ("player.py", "main.py", "submission.py")
 def runtime_dir() -> Path:
     """The folder every referee on this host shares for per-launch socket folders and CPU-slot locks:
     ``$AGENT_RUNTIME_DIR``, else the system temp folder."""
-    return Path(os.environ.get("AGENT_RUNTIME_DIR", "").strip() or tempfile.gettempdir())
+    return run_duel_settings().runtime_dir
 
 
 def has_agent_entry(folder: str | Path) -> bool:

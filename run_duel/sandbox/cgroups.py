@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from run_duel.settings import run_duel_settings
+
 V2 = "unified"
 #: ``MemoryWatch.exhausted(grace)`` watches a group only when it uses at least this share of its limit.
 GRACE_FROM_FRACTION = 0.25
@@ -41,7 +43,7 @@ def mounts() -> dict[str, Path]:
     ...}`` (v1 controllers by name, the v2 hierarchy as ``"unified"``): below ``$AGENT_CGROUP_ROOT`` when
     set (a worker container's own ``/sys/fs/cgroup`` shows only its own group), else where
     ``/proc/self/mountinfo`` says."""
-    override = os.environ.get(ROOT_ENV, "").strip()
+    override = run_duel_settings().cgroup_root
     if override:
         root = Path(override)
         if (root / "cgroup.controllers").exists():

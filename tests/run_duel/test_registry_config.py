@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from envsettings import SettingsError
 from run_duel.images import DEFAULT_CACHE_BYTES, cache_budget_from_env, parse_digest_ref
 from run_duel.registry import RegistryConfig, RegistryConfigError
 
@@ -61,7 +62,7 @@ def test_credentials_come_in_pairs_and_the_password_from_a_file(
         "serveraddress": "127.0.0.1:5000",
     }
     monkeypatch.setenv("AGENT_REGISTRY_PASSWORD", "other")
-    with pytest.raises(RegistryConfigError, match="not both"):
+    with pytest.raises(SettingsError, match="not both"):
         RegistryConfig.from_env()
 
 
@@ -88,7 +89,7 @@ def test_the_cache_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache_budget_from_env() == 0
     for bad in ("-1", "10G"):
         monkeypatch.setenv("AGENT_IMAGE_CACHE_BYTES", bad)
-        with pytest.raises(RegistryConfigError, match="AGENT_IMAGE_CACHE_BYTES"):
+        with pytest.raises(SettingsError, match="AGENT_IMAGE_CACHE_BYTES"):
             cache_budget_from_env()
 
 
