@@ -236,6 +236,21 @@ def folders_left(seats: list[SeatData]) -> list[dict[str, Any]]:
     return folders
 
 
+#: The duels that stop once decided (``run_duel.stopping``: a sequential test ends the duel after a whole
+#: pair of matches once one player is clearly stronger): ladder duels only. Tournament editions, finals
+#: and challenges play every match they were promised; smoke tests are self-play.
+STOPPING_KINDS = frozenset({Duel.Kind.LADDER})
+
+
+#: The rule they stop by, as a duel spec carries it (``run_duel.stopping.StopRule``'s defaults).
+LADDER_STOP_RULE: dict[str, Any] = {"rule": "sequential-pairs"}
+
+
+def stop_rule_of(duel: Duel) -> dict[str, Any] | None:
+    """The stop rule of ``duel``'s spec (``None``: every match is played)."""
+    return dict(LADDER_STOP_RULE) if duel.kind in STOPPING_KINDS else None
+
+
 def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
     """Play the duel. Matches lost to our side re-queue it while attempts remain; on the last attempt the
     fair matches are kept (the others count for nobody). The data folders the agents left ride along
@@ -265,6 +280,7 @@ def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:
             matches=duel.num_matches,
             pin_cpus=settings.DUEL_CPU_PINNING,
             on_match=LiveMatches(claim),
+            stop_rule=stop_rule_of(duel),
         )
     finally:
         sandbox.close()

@@ -21,6 +21,10 @@ Rules it enforces (details in ``run_duel/README.md``):
   The seeds derive from the duel's seed (``play_duel(seed=...)``, random by default); the duel JSON
   records it (``seed``) and each match's (``seed``, and its initial state first in ``states``), so the
   seed and the actions replay every state. Games without chance keep the duel JSON they always had.
+* A duel given a stop rule (``run_duel.stopping``; the platform passes one for ladder duels only) ends
+  early once a sequential test on the match results finds one player clearly stronger. It is looked at
+  only after an even number of matches, so a duplicate pair (and a pair of seat-swapped matches) is never
+  split; the duel JSON says where and why it stopped (``stopped_early``) and counts the matches played.
 * A simultaneous turn (``Game.acting_seats`` of two seats, Goofspiel) is asked one seat after the other,
   each with its own deadline while the other is frozen; both see the state the turn started in (the
   rules guarantee that seat 0's choice is invisible to seat 1), so choosing first gives nothing away and
@@ -56,6 +60,7 @@ from run_duel.duel_result import (
 from run_duel.outcomes import ErrorKind
 from run_duel.sandbox.base import AgentDataRefused, LaunchSpec, Limits, Sandbox, SandboxError
 from run_duel.seat import PlayerFault, Seat, as_action, json_preview, ordinal_move
+from run_duel.stopping import PAIR, SequentialTest, StopRule
 
 __all__ = ["MAX_RELAUNCHES", "PlayerFault", "Referee", "as_action", "json_preview", "limits_for", "play_duel"]
 
@@ -111,8 +116,12 @@ class Referee:
         record_states: bool = True,
         pin_cpus: bool = True,
         seed: int | None = None,
+        stop_rule: StopRule | None = None,
     ) -> None:
         self.on_match = on_match
+        #: The sequential test that may end the duel early (``run_duel.stopping``); ``None``: every match.
+        self.stop_test = SequentialTest(stop_rule) if stop_rule is not None else None
+        self.stopped_early: dict[str, Any] | None = None
         #: The duel's chance seed (games with chance only; ``None`` otherwise).
         self.seed = None if not game.has_chance else (secrets.randbelow(2**31) if seed is None else seed)
         self.game = game
@@ -143,6 +152,8 @@ class Referee:
                     self.on_match(index, results[-1])
                 if self.on_progress is not None:
                     self.on_progress(index + 1, self.num_matches)
+                if self._decided(results):
+                    break
         finally:
             closing = time.perf_counter()
             try:
@@ -185,7 +196,34 @@ class Referee:
         if self.seed is not None:
             duel["seed"] = self.seed
             duel["duplicate"] = True
+        if self.stop_test is not None:
+            duel["stop_rule"] = self.stop_test.rule.to_spec()
+            duel["planned_matches"] = self.num_matches
+            duel["stopped_early"] = self.stopped_early
         return duel
+
+    def _decided(self, results: list[dict[str, Any]]) -> bool:
+        """After a whole pair of matches (never inside a duplicate pair), whether the duel's stop rule
+        ends it here; records why in ``stopped_early``. Matches are left to play, and nothing of ours
+        failed in the pair."""
+        test = self.stop_test
+        played = len(results)
+        if test is None or played % PAIR or played >= self.num_matches or self.infra_error:
+            return False
+        pair = results[-PAIR:]
+        if any(m["result"] == OTHER_ERROR for m in pair):
+            return False  # a match lost to our side says nothing about the players
+        test.add_pair([(m["player_1_score"], m["player_2_score"]) for m in pair])
+        leader = test.decided()
+        if leader is None:
+            return False
+        self.stopped_early = {
+            "after_matches": played,
+            "leader": leader,
+            "evidence": round(test.evidence, 3),
+            "reason": test.reason(),
+        }
+        return True
 
     def _read_back_data(self) -> None:
         """Read each saving agent's data folder back (``run_duel.agent_data``) while it is still
@@ -447,6 +485,7 @@ def play_duel(
     record_states: bool = True,
     pin_cpus: bool | None = None,
     seed: int | None = None,
+    stop_rule: StopRule | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Play a duel and return the duel JSON (``run_duel/duel_result.schema.json``).
 
@@ -458,6 +497,11 @@ def play_duel(
     live), ``on_progress(done, total)`` after it. ``seed`` is the duel's chance seed in games with chance
     (random when ``None``; ignored otherwise): the same seed deals the same cards. Never raises for player
     errors or sandbox failures: they are in the result (``PLAYER_x_ERROR`` / ``ERROR``).
+
+    ``stop_rule`` (a :class:`~run_duel.stopping.StopRule` or its ``to_spec()`` JSON; ``None``: play every
+    match) lets the duel end after a whole pair of matches once the rule finds one player clearly
+    stronger; the duel JSON then holds ``stop_rule``, ``planned_matches`` and ``stopped_early`` (``None``
+    or where and why it stopped), and ``num_matches`` counts the matches played.
     """
     if isinstance(game_slug, Game):
         game = game_slug
@@ -488,5 +532,6 @@ def play_duel(
         record_states=record_states,
         pin_cpus=pinning_enabled() if pin_cpus is None else pin_cpus,
         seed=seed,
+        stop_rule=StopRule.from_spec(stop_rule),
     )
     return referee.run()
