@@ -35,6 +35,7 @@ class Side:
     own_error_kinds: list[tuple[str, int]] = field(default_factory=list)
     rating: Any = None  # a web.queries.RatingChange, when the duel was rated
     rating_story: list[str] = field(default_factory=list)  # rating_story(): the change in words
+    standing: Any = None  # a web.standing.Standing: its leaderboard rank and score now
 
     @property
     def wins(self) -> int:
@@ -123,7 +124,8 @@ def rating_story(change: Any, outcome: str) -> list[str]:
     """What a rated duel did to one side's rating, in sentences a newcomer can follow: the result moved the
     skill estimate mu; every duel makes the arena surer of it (sigma shrinks); the cautious skill
     mu - 3 sigma (which picks opponents) therefore can rise after a loss (and fall after a win when sigma
-    grew).
+    grew). The leaderboard's own rank and score are not per duel: the page says them from
+    :mod:`web.standing`.
     ``outcome`` is :func:`outcome_for`'s."""
     said = {"won": "It won this duel", "lost": "It lost this duel", "draw": "This duel was a draw"}
     lead = said.get(outcome, "This duel was rated")
@@ -156,13 +158,4 @@ def rating_story(change: Any, outcome: str) -> list[str]:
             else ", because the lost certainty outweighed the result"
         )
     out.append(text + ".")
-    if change.rank_after is not None:
-        if change.rank_before is None:
-            out.append(f"Its first rated duel places it #{change.rank_after} by {_SCORE}.")
-        elif change.rank_delta:
-            verb = "up" if change.rank_delta > 0 else "down"
-            places = abs(change.rank_delta)
-            out.append(f"Rank by {_SCORE}: #{change.rank_before} to #{change.rank_after} ({verb} {places}).")
-        else:
-            out.append(f"Rank by {_SCORE}: still #{change.rank_after}.")
     return out

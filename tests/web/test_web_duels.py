@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from core.models import Duel, Revision
 from tests.web import factories
+from web import queries
 
 pytestmark = pytest.mark.django_db
 
@@ -50,26 +51,30 @@ def test_match_errors_name_the_player_and_count_its_own_moves(client, pair, bob)
     )
 
 
-def test_the_duel_page_shows_each_sides_rating_and_rank_before_and_after(client, env, pair, bob):
+def test_the_duel_page_shows_each_sides_rating_change_and_its_leaderboard_place(client, env, pair, bob):
+    """The place is the leaderboard's (field score, then mu - 3 sigma for those not yet in the fit), never
+    another order; mu, sigma and mu - 3 sigma before and after the duel."""
     solid, flaky = pair
     third = factories.competitor(bob, env, "third")
     early = factories.duel(solid, third, num_matches=2)
     factories.rate_duel(early, {solid: (24.0, 6.0), third: (27.0, 5.0)})  # third ahead: 12.0 vs 6.0
     duel = factories.duel(solid, flaky, num_matches=2)
-    # flaky's entry is stamped first, solid's a microsecond later: ranks "after" count both.
     factories.rate_duel(duel, {flaky: (26.0, 6.0), solid: (30.0, 4.0)})  # solid now 18.0, first
     html = client.get(reverse("web:duel", args=[duel.pk])).content.decode()
     table = re.search(r'data-testid="rating-change-1">(.*?)</table>', html, re.S).group(1)
+    board = {row.competitor_id: row.rank for row in queries.leaderboard(env)}
+    assert board == {solid.pk: 1, third.pk: 2, flaky.pk: 3}
+    assert re.search(r'data-testid="standing-1">#1 of 3<', table)
     cells = re.findall(r'<td class="num">(.*?)</td>', table, re.S)
-    assert cells[:2] == ["#2", "#1"]  # behind third before, first after
-    assert cells[2] == "24.00" and "30.00" in cells[3] and '"delta up">+6.00' in cells[3]  # mu
-    assert cells[4:6] == ["6.00", "4.00"]  # sigma before -> after
-    assert cells[6] == "6.00" and "18.00" in cells[7] and '"delta flat">+12.00' in cells[7]  # mu - 3 sigma
+    assert cells[0] == "24.00" and "30.00" in cells[1] and '"delta up">+6.00' in cells[1]  # mu
+    assert cells[2:4] == ["6.00", "4.00"]  # sigma before -> after
+    assert cells[4] == "6.00" and "18.00" in cells[5] and '"delta flat">+12.00' in cells[5]  # mu - 3 sigma
+    assert "Rank by" not in html  # no second order beside the leaderboard's
     flaky_table = re.search(r'data-testid="rating-change-2">(.*?)</table>', html, re.S).group(1)
-    assert "new" in flaky_table  # flaky had no rating before its first duel
-    # 8.0: behind solid (18.0, not its 6.0 from before) and third (12.0).
-    assert re.findall(r'<td class="num">(#\d+|new)</td>', flaky_table) == ["new", "#3"]
+    assert re.search(r'data-testid="standing-2">#3 of 3<', flaky_table)
     assert "25.00" in flaky_table  # it started from the initial mu
+    story = re.search(r'data-testid="rating-story-2">(.*?)</div>', html, re.S).group(1)
+    assert "On the leaderboard it is #3 of 3 for now" in story and "has not included it yet" in story
 
 
 def test_an_unrated_challenge_shows_no_rating_change(client, pair):

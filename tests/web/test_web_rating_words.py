@@ -41,7 +41,7 @@ def test_a_lost_duel_shows_the_skill_estimate_falling_and_explains_the_rising_sc
     assert '"delta flat">+6.34' in table  # the score, in grey: no green gain after a loss
     assert '"delta up"' not in table
     assert "Uncertainty" in table and "Skill estimate" in table
-    assert "Cautious skill" in table and "Rank by" in table
+    assert "Cautious skill" in table and "Leaderboard place" in table and "Rank by" not in table
     story = re.search(r'data-testid="rating-story-2">(.*?)</div>', html, re.S).group(1)
     assert "It lost this duel: its skill estimate \u03bc fell by 0.66 (from 25.00 to 24.34)." in story
     assert "uncertainty \u03c3 went from 8.33 to 6.00 (lower is surer)" in story

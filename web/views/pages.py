@@ -23,9 +23,11 @@ from web.duels import outcome_for as duel_outcome_for
 from web.duels import rating_story
 from web.duels import sides as duel_sides
 from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
+from web.game_boards import latest_boards
 from web.progress import build_verdict, revision_progress, smoke_verdict
 from web.rendering import render_markdown
 from web.replays import match_result_text, replay_states
+from web.standing import standings
 from web.views.kits import starter_kit_dir
 from web.worker_notice import no_worker_notice
 
@@ -52,6 +54,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "total_duels": sum(e.num_duels for e in envs),
         "recent_duels": queries.recent_duels(limit=10),
         "recent_revisions": queries.recent_revisions(limit=8),
+        "latest_boards": latest_boards(envs),  # each card's board: its latest duel's (one query)
     }
     return render(request, "web/home.html", context)
 
@@ -95,6 +98,8 @@ def game(request: HttpRequest, slug: str) -> HttpResponse:
         "has_starter_kit": starter_kit_dir(env.slug) is not None,
         "intransitivity": queries.intransitivity(env),
     }
+    context["latest_boards"] = latest_boards([env])  # the board: its latest duel's (one query)
+    context["latest_board"] = context["latest_boards"].get(env.slug)
     return render(request, "web/game.html", context)
 
 
@@ -351,10 +356,14 @@ def duel(request: HttpRequest, pk: int) -> HttpResponse:
     context = _duel_context(request, d)
     if d.rated and d.kind in RATED_KINDS:  # a challenge is counted as played, never rated
         changes = queries.duel_rating_changes(d)
+        places = standings(d.environment, [side.competitor_id for side in context["sides"]])
         for side, change in zip(context["sides"], changes, strict=True):
             side.rating = change
+            side.standing = places.get(side.competitor_id)
             if change is not None:
                 side.rating_story = rating_story(change, duel_outcome_for(d, side.competitor_id))
+                if side.standing is not None:  # the leaderboard's own order, never another one
+                    side.rating_story.append(side.standing.sentence())
     show = [
         queries.can_see_private(request.user, d.revision_1.competitor.owner_id),
         queries.can_see_private(request.user, d.revision_2.competitor.owner_id),

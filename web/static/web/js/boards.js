@@ -1,7 +1,7 @@
 /*
- * RL Arena sample boards: each <div data-sample-board data-game="slug"> is drawn by the game's own renderer
- * (window.RLArenaRenderers[slug], loaded by the page) from the position in the JSON script "sample-boards"
- * ({slug: state}). A picture only: no moves to click.
+ * RL Arena game boards: each <div data-sample-board data-game="slug"> is drawn by the game's own renderer
+ * (window.RLArenaRenderers[slug], loaded by the page) from the JSON script "sample-boards"
+ * ({slug: {state, players, first_player}}: the latest duel's final position, or a sample one). A picture only: no moves to click, no caption (options.compact).
  */
 (function () {
   "use strict";
@@ -14,8 +14,9 @@
     for (var i = 0; i < nodes.length; i++) {
       var slug = nodes[i].getAttribute("data-game");
       var render = (window.RLArenaRenderers || {})[slug];
-      if (typeof render !== "function" || !states[slug]) continue;
-      render(nodes[i], states[slug], { players: ["Player 1", "Player 2"], first_player: "PLAYER_1", seat: 0 });
+      var board = states[slug];
+      if (typeof render !== "function" || !board) continue;
+      render(nodes[i], board.state, { players: board.players, first_player: board.first_player, seat: 0, compact: true });
       nodes[i].hidden = false;
     }
   }
