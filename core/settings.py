@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "web.apps.WebConfig",
     "tournament_manager.apps.TournamentManagerConfig",
+    "ops.apps.OpsConfig",  # backup, restore and prune_data commands; Sentry
     *env_list("EXTRA_INSTALLED_APPS", []),
 ]
 
@@ -498,14 +499,8 @@ SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL) or DEFAULT_FROM_EMAIL
 DEFAULT_EXCEPTION_REPORTER = "ops.error_reports.PrivateExceptionReporter"
 DEFAULT_EXCEPTION_REPORTER_FILTER = "ops.error_reports.PrivateExceptionReporterFilter"
 SENTRY_DSN = env_secret("SENTRY_DSN") or ""
-if SENTRY_DSN:
-    from ops.error_reports import init_sentry
-
-    init_sentry(
-        SENTRY_DSN,
-        environment=env_str("SENTRY_ENVIRONMENT", "production") or "production",
-        release=env_str("SENTRY_RELEASE", "") or "",
-    )
+SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT", "production") or "production"
+SENTRY_RELEASE = env_str("SENTRY_RELEASE", "") or ""  # Sentry starts in ops.apps.OpsConfig.ready
 # Retention (ops/retention.py), in days; 0 keeps forever. Results and ratings are always kept.
 RETENTION_MATCH_STATES_DAYS = env_int("RETENTION_MATCH_STATES_DAYS", 0, minimum=0)
 RETENTION_RETIRED_REPLAYS_DAYS = env_int("RETENTION_RETIRED_REPLAYS_DAYS", 0, minimum=0)
