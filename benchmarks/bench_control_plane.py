@@ -83,7 +83,7 @@ RANDOM_PLAYER = REPO / "example_players" / "random"
 #: patching them into the simulated workers; see :func:`apply_experiments`.
 EXPERIMENTS = {
     "debounced-trigger": "the rating trigger is sent only when the result sets the environment's pending "
-    "mark (cache.add of tournament_manager.rating_runs.pending_key), not after every result",
+    "mark (cache.add of core.rating_outbox.pending_key), not after every result",
 }
 
 
@@ -349,7 +349,7 @@ def apply_experiments(names: list[str]) -> None:
 
     import core.actions.duels as duels
     from core.queue import send_task
-    from tournament_manager.rating_runs import TTL_S, pending_key
+    from core.rating_outbox import TTL_S, pending_key
 
     if "debounced-trigger" in names:
         original = duels.enqueue_on_commit

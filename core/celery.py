@@ -11,10 +11,8 @@ Run everything in one process (embedded default): ``celery -A core worker -B -l 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from celery import Celery
-from celery.signals import task_failure
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
@@ -36,26 +34,10 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
     task_track_started=False,
+    # Imported by worker and beat processes only, when they start (never by the web): the worker's
+    # health monitor step and the hint kept across database errors (core/worker.py).
+    imports=("core.worker",),
 )
-# Every worker probes its sandbox, reports to WorkerStatus, stops consuming while unhealthy and records
-# outcomes spooled while the database was unreachable (core/jobs/health.py).
-from core.jobs.health import MonitorStep  # noqa: E402
-
-app.steps["consumer"].add(MonitorStep)
-
-
-@task_failure.connect
-def _keep_hints_across_database_errors(
-    sender: Any = None, exception: BaseException | None = None, args: Any = None, **_: Any
-) -> None:
-    """A database error never drops a hint silently: the task's message is sent again (a periodic task
-    is left to its next round), and the log says which (``core.queue.resend_after_database_error``)."""
-    from core.queue import resend_after_database_error
-
-    if sender is not None and exception is not None:
-        resend_after_database_error(sender.name, args or (), exception)
-
-
 # Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
 app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher", "ops"])
 # The agent image collector's periodic task (duel_runner/image_gc.py).

@@ -8,11 +8,11 @@ from typing import Any
 from core.actions import (
     begin_reaper_round,
     requeue_expired_leases,
-    resend_rating_triggers,
     resend_stale_hints,
     retry_failed_jobs,
 )
 from core.actions.play import abandon_stale_play_sessions, requeue_orphaned_play_sessions
+from core.rating_outbox import resend_rating_triggers
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
@@ -74,6 +73,7 @@ def _kept_states(states: list, actions: list, has_chance: bool) -> list | None:
 
 
 def _prune_states(cutoff: datetime, dry_run: bool, report: RetentionReport) -> None:
+    from core.actions.retention import prune_match_states
     from core.models import Environment, Match
     from environments import get_game
 
@@ -97,10 +97,11 @@ def _prune_states(cutoff: datetime, dry_run: bool, report: RetentionReport) -> N
                 report.match_states_pruned += 1
                 report.bytes_freed += _json_size(states) - _json_size(kept)
                 if not dry_run:
-                    Match.objects.filter(id=match_id).update(states=kept)
+                    prune_match_states(match_id, kept)
 
 
 def _delete_retired_replays(cutoff: datetime, dry_run: bool, report: RetentionReport) -> None:
+    from core.actions.retention import clear_replays
     from core.models import Duel, Match
 
     retired = Duel.objects.filter(finished_at__lt=cutoff).exclude(
@@ -121,7 +122,7 @@ def _delete_retired_replays(cutoff: datetime, dry_run: bool, report: RetentionRe
         report.replays_deleted += len(rows)
         report.bytes_freed += sum(_json_size(s) + _json_size(a) + _json_size(t) for _, s, a, t in rows)
         if not dry_run:
-            Match.objects.filter(id__in=[r[0] for r in rows]).update(states=[], actions=[], move_times=[])
+            clear_replays([r[0] for r in rows])
 
 
 def _delete_unplayable_zips(cutoff: datetime, dry_run: bool, report: RetentionReport) -> None:
@@ -157,20 +158,18 @@ def _delete_unused_blobs(candidates: QuerySet, dry_run: bool, report: RetentionR
     """Delete the upload store's blobs (``core.blobs``) of ``candidates`` that no other revision uses.
     Each under its row lock, re-checked: an upload reusing the blob meanwhile holds that lock
     (``blobs.put_file``) until its revision is committed, so it is seen and the blob kept."""
-    from core.models import Blob, Revision
+    from core.actions.retention import delete_unused_blob
 
     ids = set(candidates.values_list("id", flat=True))
     hashes = set(candidates.values_list("content_hash", flat=True))
     for sha256 in sorted(hashes):
-        with transaction.atomic():
-            blob = Blob.objects.select_for_update().filter(pk=sha256).first()
-            if blob is None or Revision.objects.filter(content_hash=sha256).exclude(id__in=ids).exists():
-                continue
-            report.blobs_deleted += 1
-            report.bytes_freed += blob.size
-            if not dry_run:
-                blob.delete()
-                log.info("retention: deleted the stored upload %s (%s bytes)", sha256[:16], blob.size)
+        size = delete_unused_blob(sha256, ids, dry_run=dry_run)
+        if size is None:
+            continue
+        report.blobs_deleted += 1
+        report.bytes_freed += size
+        if not dry_run:
+            log.info("retention: deleted the stored upload %s (%s bytes)", sha256[:16], size)
 
 
 def enabled() -> bool:

@@ -21,7 +21,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 #: Two-sided 95 % standard normal quantile.
 Z_95 = 1.959963984540054
@@ -111,6 +110,8 @@ def nash_population(
     upper = np.hstack([-payoff.T, np.ones((n, 1))])
     equal = np.hstack([np.ones((1, n)), np.zeros((1, 1))])
     bounds = [(0.0, None)] * n + [(None, None)]
+    from scipy.optimize import linprog  # here: the web imports this module and never solves (scipy)
+
     result = linprog(
         cost, A_ub=upper, b_ub=np.zeros(n), A_eq=equal, b_eq=[1.0], bounds=bounds, method="highs"
     )

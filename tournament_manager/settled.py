@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tournament_manager.bradley_terry import fit_pair_counts, pair_weights
-
 #: Default tie margin (log-strength): ``TM_TIE_MARGIN``.
 TIE_MARGIN = 0.2
 #: Default ``TM_PAIR_MATCHES``: a pair counts as at most this many results in the fit, and neighbours in
@@ -281,6 +279,9 @@ def fit_table(
     ids = list(ids)
     if not ids:
         return PairFit({}, margin=margin)
+    # Here, not at the top: the web imports this module for its verdicts, and never fits (scipy).
+    from tournament_manager.bradley_terry import fit_pair_counts, pair_weights
+
     bt = fit_pair_counts(
         len(ids),
         pairs,

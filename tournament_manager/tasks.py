@@ -1,7 +1,7 @@
 """Celery tasks of the tournament manager, registered under explicit names.
 
 - ``tournament_manager.rate_environment(environment_id)``: sent by ``core`` after each recorded duel;
-  triggers arriving while a run is in progress are folded into it (:mod:`tournament_manager.rating_runs`).
+  triggers arriving while a run is in progress are folded into it (:mod:`core.rating_outbox`).
 - ``tournament_manager.matchmake()``: periodic; tops up every active environment's ladder.
 - ``tournament_manager.check_editions()``: periodic; starts a new edition when the eligible set changed,
   and refreshes the standings of running editions.
@@ -19,9 +19,10 @@ import logging
 
 from django.conf import settings
 
+from core import rating_outbox
 from core.celery import app
 from core.queue import send_task
-from tournament_manager import actions, rating_runs, tie_fit
+from tournament_manager import actions, tie_fit
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,13 @@ RATE_TASK_NAME = "tournament_manager.rate_environment"
 def rate_environment(environment_id: int, run_token: str | None = None) -> int:
     """Apply the environment's finished, unrated duels to its ratings, then request a (debounced) refit of
     the leaderboard's tie groups; returns how many duels were rated (0 when the run in progress takes
-    them). ``run_token`` marks the continuation of a rating run (:mod:`tournament_manager.rating_runs`)."""
+    them). ``run_token`` marks the continuation of a rating run (:mod:`core.rating_outbox`)."""
 
     def schedule(token: str | None, countdown: float) -> None:
         args = (environment_id, token) if token is not None else (environment_id,)
         send_task(RATE_TASK_NAME, *args, countdown=countdown or None)
 
-    rated = rating_runs.run(
+    rated = rating_outbox.run(
         environment_id,
         lambda limit: actions.rate_pending_duels(environment_id, limit=limit),
         schedule,

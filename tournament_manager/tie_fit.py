@@ -29,7 +29,7 @@ import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +37,12 @@ import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Count, F, Max, Q, Value
+from django.db.models import Count, F, Max, Q
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
-from core.models import Duel, Environment, Match, PairRecord, Rating
+from core.actions.ratings import mark_ratings_updated
+from core.models import Duel, Match, PairRecord
 from tournament_manager.intransitivity import Cycle, nash_population, significant_cycles
 from tournament_manager.settled import NEAR, PAIR_MATCHES, TIE_MARGIN, is_settled, knows_order
 from tournament_manager.settled import fit_table as settled_fit
@@ -348,11 +349,7 @@ def store(environment_id: int, tie_fit: TieFit) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    with transaction.atomic():
-        Environment.objects.select_for_update().only("pk").get(pk=environment_id)
-        # Raised, never lowered (a clock behind another machine's): rating stamps rely on it.
-        later = Greatest(F("updated_at") + timedelta(microseconds=1), Value(timezone.now()))
-        Rating.objects.filter(environment_id=environment_id).update(updated_at=later)
+    mark_ratings_updated(environment_id)
 
 
 def refresh(environment_id: int) -> TieFit:

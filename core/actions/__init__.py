@@ -18,7 +18,6 @@ from core.actions.competitors import set_competitor_status
 from core.actions.duels import (
     claim_duel,
     fail_duel,
-    mark_duels_rated,
     record_duel_result,
     record_matches_so_far,
     requeue_duel,
@@ -31,7 +30,6 @@ from core.actions.leases import (
     begin_reaper_round,
     requeue_expired_leases,
     requeue_failed,
-    resend_rating_triggers,
     resend_stale_hints,
     retry_failed_jobs,
 )
@@ -58,7 +56,6 @@ __all__ = [
     "finish_smoke_test",
     "load_agent_data",
     "load_playable_data",
-    "mark_duels_rated",
     "mark_notifications_read",
     "note_agent_data_problem",
     "notify",
@@ -72,7 +69,6 @@ __all__ = [
     "requeue_expired_leases",
     "requeue_failed",
     "requeue_smoke_test",
-    "resend_rating_triggers",
     "resend_stale_hints",
     "reset_agent_data",
     "retry_failed_jobs",

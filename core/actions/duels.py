@@ -16,7 +16,8 @@ from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_cl
 from core.actions.pair_records import count_duel_result
 from core.match_states import compact
 from core.models import Duel, Environment, Match, Revision, Tournament
-from core.queue import enqueue_on_commit, trigger_rating_on_commit
+from core.queue import enqueue_on_commit
+from core.rating_outbox import trigger_on_commit
 
 #: A result is accepted while the claim's generation is current: running, re-queued by the reaper while
 #: its worker was cut off, or even FAILED that way (nobody else played it since; its result is real).
@@ -171,7 +172,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
                 counters["duels_failed"] = F("duels_failed") - 1
             Tournament.objects.filter(pk=duel.tournament_id).update(**counters)
         pause_erring_players(duel)
-        trigger_rating_on_commit(duel.environment_id)
+        trigger_on_commit(duel.environment_id)
     return True
 
 
@@ -252,10 +253,3 @@ def requeue_duel(duel_id: int) -> bool:
         if duel is not None:
             on_duel_requeued(duel)
     return duel is not None
-
-
-def mark_duels_rated(duel_ids: list[int]) -> int:
-    """Flag FINISHED duels as consumed by the rating (for ``tournament_manager``); returns how many."""
-    return Duel.objects.filter(pk__in=duel_ids, state=Duel.State.FINISHED, rated=False).update(
-        rated=True, rated_at=timezone.now()
-    )

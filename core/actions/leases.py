@@ -95,27 +95,6 @@ def resend_stale_hints() -> dict[str, int]:
     return counts
 
 
-def resend_rating_triggers(min_age_s: float | None = None) -> int:
-    """Re-send the rating task for every environment that has FINISHED duels still unrated
-    ``min_age_s`` after they finished (default: two reaper rounds): the trigger sent after the result
-    was stored may have been lost. Returns how many environments were triggered."""
-    if not settings.RATING_TASK_NAME:
-        return 0
-    age = min_age_s if min_age_s is not None else 2 * settings.REAPER_INTERVAL_SECONDS
-    cutoff = db_in(-age)
-    environments = list(
-        Duel.objects.filter(state=Duel.State.FINISHED, rated=False, finished_at__lt=cutoff)
-        .values_list("environment_id", flat=True)
-        .distinct()
-        .order_by()
-    )
-    for environment_id in environments:
-        send_task(settings.RATING_TASK_NAME, environment_id)
-    if environments:
-        log.warning("re-sent the rating trigger of %d environment(s) with unrated duels", len(environments))
-    return len(environments)
-
-
 def _retry_due(model: type[LeasedJob]) -> list[int]:
     """FAILED jobs whose next automatic retry round is due (``FAILED_RETRY_SECONDS x 2^round`` after
     they failed, database time)."""

@@ -168,28 +168,6 @@ def _record_when_the_database_answers(kind: JobKind[Any], claim: Claim, outcome:
 
 
 def flush_spool() -> int:
-    """Record the outcomes spooled on this host (oldest first) while the database answers; returns how
-    many were taken. Stops at the first database error (still down: try again next time)."""
-    taken = 0
-    for entry in spool.pending():
-        kind = KINDS.get(entry.kind)
-        if kind is None or kind.record is None:
-            continue  # a kind this process does not run: another worker on this host will
-        try:
-            stored = kind.record(entry.claim, entry.outcome)
-        except (OperationalError, InterfaceError):
-            connection.close()
-            break
-        except Exception:  # an outcome the action rejects can never be stored: keep it aside for people
-            log.exception("spooled %s outcome %s cannot be stored; kept aside", entry.kind, entry.path)
-            entry.path.rename(entry.path.with_suffix(".rejected"))
-            continue
-        spool.done(entry)
-        taken += int(stored)
-        log.warning(
-            "spooled %s %s outcome %s",
-            entry.kind,
-            entry.claim.job_id,
-            "recorded" if stored else "refused (it is over, or another worker holds it)",
-        )
-    return taken
+    """Record the outcomes spooled on this host through their kinds' fenced actions (:func:`spool.drain`);
+    returns how many were taken."""
+    return spool.drain({name: kind.record for name, kind in KINDS.items()})

@@ -3,9 +3,9 @@
 A finished duel (or build, or smoke test) is minutes of work. When the database stays unreachable longer
 than ``core.db.retry_on_db_error`` waits, the outcome is written here, under ``DATA_DIR/spool``, as one
 JSON file per claim, atomically (temporary file, fsync, rename). The worker's monitor and every new job
-on that host record the files once the database answers, through the same fenced action a live worker
-would have used, so an outcome is stored exactly once, whether that takes ten seconds or ten minutes,
-and across a worker restart.
+on that host record the files once the database answers (:func:`drain`), through the same fenced action
+a live worker would have used, so an outcome is stored exactly once, whether that takes ten seconds or
+ten minutes, and across a worker restart.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
 
 from core.actions.jobs import Claim
 
@@ -115,3 +116,36 @@ def pending() -> Iterator[SpooledOutcome]:
 def done(entry: SpooledOutcome) -> None:
     """The database took (or definitively refused) ``entry``: forget it."""
     entry.path.unlink(missing_ok=True)
+
+
+#: ``record(claim, outcome)``: a kind's fenced action storing its outcome (``False``: refused).
+Record = Callable[[Claim, dict[str, Any]], bool]
+
+
+def drain(records: Mapping[str, Record | None]) -> int:
+    """Record the spooled outcomes (oldest first) while the database answers, each through the action of
+    its kind in ``records``; returns how many were taken. Stops at the first database error (still down:
+    try again next time); a kind without an action here is left for another worker on this host."""
+    taken = 0
+    for entry in pending():
+        record = records.get(entry.kind)
+        if record is None:
+            continue
+        try:
+            stored = record(entry.claim, entry.outcome)
+        except (OperationalError, InterfaceError):
+            connection.close()
+            break
+        except Exception:  # an outcome the action rejects can never be stored: keep it aside for people
+            log.exception("spooled %s outcome %s cannot be stored; kept aside", entry.kind, entry.path)
+            entry.path.rename(entry.path.with_suffix(".rejected"))
+            continue
+        done(entry)
+        taken += int(stored)
+        log.warning(
+            "spooled %s %s outcome %s",
+            entry.kind,
+            entry.claim.job_id,
+            "recorded" if stored else "refused (it is over, or another worker holds it)",
+        )
+    return taken

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from core.actions import Claim, claim_duel, fail_duel, reject_revision, schedule_duel
 from core.actions.jobs import db_in
+from core.actions.workers import report_worker_status
 from core.jobs import health
 from core.management.commands.queue_status import duration
 from core.models import Build, Competitor, Duel, Environment, Revision, WorkerStatus
@@ -88,12 +89,12 @@ def test_queue_status_lists_jobs_backing_off(make_revision, settings):
 def test_queue_status_lists_each_workers_health_in_database_time(db, settings, monkeypatch, tmp_path):
     settings.SANDBOX = "local"
     assert health.probe_now() is None
-    health.report("good@host", healthy=True, problem="", queues=["celery"])
+    report_worker_status("good@host", healthy=True, problem="", queues=["celery"])
     settings.SANDBOX = "docker"
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # nothing listens there
     problem = health.probe_now()
     assert problem and "does not answer" in problem
-    health.report("bad@host", healthy=False, problem=problem, queues=["celery"])
+    report_worker_status("bad@host", healthy=False, problem=problem, queues=["celery"])
     WorkerStatus.objects.filter(name="bad@host").update(last_seen=db_in(-90))
     workers = {w["name"]: w for w in json.loads(run("queue_status", "--json"))["workers"]}
     assert set(workers) == {"good@host", "bad@host"}
@@ -163,12 +164,16 @@ def test_rejecting_the_current_revision_falls_back_to_the_previous_eligible_one(
 )
 def test_admin_changelists_render(admin_client, make_revision, model):
     make_revision()
-    health.report("w1@host", healthy=False, problem="the Docker engine does not answer", queues=["celery"])
+    report_worker_status(
+        "w1@host", healthy=False, problem="the Docker engine does not answer", queues=["celery"]
+    )
     assert admin_client.get(reverse(f"admin:core_{model}_changelist")).status_code == 200
 
 
 def test_admin_shows_worker_health_read_only(admin_client, db):
-    health.report("w1@host", healthy=False, problem="the Docker engine does not answer", queues=["celery"])
+    report_worker_status(
+        "w1@host", healthy=False, problem="the Docker engine does not answer", queues=["celery"]
+    )
     page = admin_client.get(reverse("admin:core_workerstatus_changelist")).content.decode()
     assert "w1@host" in page and "the Docker engine does not answer" in page
     worker = WorkerStatus.objects.get(name="w1@host")

@@ -34,7 +34,6 @@ from core.actions import (
     record_duel_result,
     requeue_duel,
     requeue_expired_leases,
-    resend_rating_triggers,
     resend_stale_hints,
     retry_failed_jobs,
     schedule_duel,
@@ -55,6 +54,7 @@ from core.models import (
     Tournament,
 )
 from core.queue import broker_queue_size, send_task
+from core.rating_outbox import resend_rating_triggers
 from run_duel.outcomes import DuelResult, ErrorKind, MatchResult
 
 RUN_DUEL = Duel.task_name

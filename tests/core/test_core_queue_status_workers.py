@@ -9,6 +9,7 @@ from io import StringIO
 from django.core.management import call_command
 
 from core.actions.jobs import db_in
+from core.actions.workers import report_worker_status
 from core.jobs import health
 from core.models import WorkerStatus
 
@@ -21,8 +22,8 @@ def run(*args: str) -> str:
 
 def test_stopped_and_silent_workers_are_never_reported_healthy(db, settings):
     for name in ("running@a", "stopped@b", "silent@c"):
-        health.report(name, healthy=True, problem="", queues=["arena"], slots=2)
-    health.report("stopped@b", healthy=True, problem="", queues=["arena"], stopped=True, slots=2)
+        report_worker_status(name, healthy=True, problem="", queues=["arena"], slots=2)
+    report_worker_status("stopped@b", healthy=True, problem="", queues=["arena"], stopped=True, slots=2)
     WorkerStatus.objects.filter(name="silent@c").update(last_seen=db_in(-10 * health.silent_after_s()))
     workers = {w["name"]: w for w in json.loads(run("queue_status", "--json"))["workers"]}
     assert {name: (w["healthy"], w["reporting"]) for name, w in workers.items()} == {

@@ -114,7 +114,7 @@ MUTATIONS = [
     ),
     Mutation(
         "database-error-hint",
-        "core/queue.py",
+        "core/worker.py",
         "    send_task(task_name, *args, countdown=delay)",
         "    pass",
         "tests/faults/test_database_outage.py::test_an_outage_before_play_drops_no_hint_and_the_duel_is_rerun_after_its_lease",

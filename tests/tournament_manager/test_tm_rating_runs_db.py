@@ -12,9 +12,9 @@ from django.core.cache import cache
 from django.db import connection
 from tm_factories import play, record
 
+from core import rating_outbox
 from core.actions import schedule_duel
 from core.models import Duel, Rating, RatingHistory
-from tournament_manager import rating_runs
 from tournament_manager.actions import rate_pending_duels, recompute_ratings
 
 W1, W2, D = "PLAYER_1_WIN", "PLAYER_2_WIN", "DRAW"
@@ -52,35 +52,35 @@ def test_a_trigger_during_a_run_leaves_a_mark_and_the_run_comes_back_for_it(hidd
     def round_with_a_result_arriving(limit: int) -> int:
         rated = rate_pending_duels(hidden_env.pk, limit=limit)
         late.append(play(a, b, [W2]))  # committed during the run, then its trigger arrives
-        assert rating_runs.run(hidden_env.pk, rate_round(hidden_env), inner) == 0  # folded: a mark only
+        assert rating_outbox.run(hidden_env.pk, rate_round(hidden_env), inner) == 0  # folded: a mark only
         return rated
 
     outer = Scheduled()
-    assert rating_runs.run(hidden_env.pk, round_with_a_result_arriving, outer) == 1
+    assert rating_outbox.run(hidden_env.pk, round_with_a_result_arriving, outer) == 1
     assert inner.calls == []
     [(token, countdown)] = outer.calls  # the runner comes back in a moment, keeping its election
-    assert token == running_token(hidden_env) and countdown == rating_runs.SETTLE_S
+    assert token == running_token(hidden_env) and countdown == rating_outbox.SETTLE_S
     assert Duel.objects.get(pk=first.pk).rated and not Duel.objects.get(pk=late[0].pk).rated
 
     again = Scheduled()
-    assert rating_runs.run(hidden_env.pk, rate_round(hidden_env), again, token) == 1
+    assert rating_outbox.run(hidden_env.pk, rate_round(hidden_env), again, token) == 1
     assert again.calls == [] and running_token(hidden_env) is None  # nothing more came: released
     assert Duel.objects.get(pk=late[0].pk).rated
 
     play(a, b, [D])  # the next trigger after a quiet spell is rated at once
-    assert rating_runs.run(hidden_env.pk, rate_round(hidden_env), Scheduled()) == 1
+    assert rating_outbox.run(hidden_env.pk, rate_round(hidden_env), Scheduled()) == 1
 
 
 def test_a_full_round_continues_at_once(hidden_env, make_competitor, monkeypatch):
-    monkeypatch.setattr(rating_runs, "ROUND_SIZE", 2)
+    monkeypatch.setattr(rating_outbox, "ROUND_SIZE", 2)
     a, b = make_competitor(), make_competitor()
     duels = [play(a, b, [W1]) for _ in range(3)]
     scheduled = Scheduled()
-    assert rating_runs.run(hidden_env.pk, rate_round(hidden_env), scheduled) == 2
+    assert rating_outbox.run(hidden_env.pk, rate_round(hidden_env), scheduled) == 2
     [(token, countdown)] = scheduled.calls
     assert countdown == 0.0
     assert [d.pk for d in Duel.objects.filter(rated=True).order_by("pk")] == [d.pk for d in duels[:2]]
-    assert rating_runs.run(hidden_env.pk, rate_round(hidden_env), Scheduled(), token) == 1
+    assert rating_outbox.run(hidden_env.pk, rate_round(hidden_env), Scheduled(), token) == 1
 
 
 def test_a_continuation_whose_election_was_taken_does_nothing(hidden_env, make_competitor):
@@ -91,7 +91,7 @@ def test_a_continuation_whose_election_was_taken_does_nothing(hidden_env, make_c
     def must_not_run(limit: int) -> int:
         raise AssertionError("a stale continuation rated")
 
-    assert rating_runs.run(hidden_env.pk, must_not_run, Scheduled(), "an-old-token") == 0
+    assert rating_outbox.run(hidden_env.pk, must_not_run, Scheduled(), "an-old-token") == 0
     assert running_token(hidden_env) == "another-run"
 
 
@@ -99,7 +99,7 @@ def test_a_continuation_whose_election_expired_elects_itself(hidden_env, make_co
     """Also what happens with a per-process cache, where the continuation runs in another process."""
     a, b = make_competitor(), make_competitor()
     play(a, b, [W1])
-    assert rating_runs.run(hidden_env.pk, rate_round(hidden_env), Scheduled(), "its-token") == 1
+    assert rating_outbox.run(hidden_env.pk, rate_round(hidden_env), Scheduled(), "its-token") == 1
     assert running_token(hidden_env) is None
 
 
@@ -108,7 +108,7 @@ def test_a_failing_round_releases_the_election(hidden_env, make_competitor):
         raise RuntimeError("database went away")
 
     with pytest.raises(RuntimeError):
-        rating_runs.run(hidden_env.pk, broken, Scheduled())
+        rating_outbox.run(hidden_env.pk, broken, Scheduled())
     assert running_token(hidden_env) is None
 
 
@@ -131,7 +131,7 @@ def test_triggers_from_many_threads_rate_every_duel_exactly_once(tm_settings, hi
         continuations.put(token)
 
     def trigger(token: str | None = None) -> None:
-        runs.append(rating_runs.run(hidden_env.pk, rate_round(hidden_env), schedule, token))
+        runs.append(rating_outbox.run(hidden_env.pk, rate_round(hidden_env), schedule, token))
 
     def worker(chunk: list[int]) -> None:
         try:

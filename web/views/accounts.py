@@ -13,10 +13,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.actions import accounts as actions
 from core.actions.api_tokens import revoke_api_token, rotate_api_token
 from core.actions.login_throttle import check_login, login_failed, login_succeeded
 from core.models import ApiToken
-from web import account_actions as actions
 from web import ratelimit
 from web.forms import LoginForm, ProfileForm, SignupForm
 

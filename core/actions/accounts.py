@@ -1,8 +1,5 @@
-"""State changes of accounts: sign-up, profile (API tokens: ``core.actions.api_tokens``).
-
-These belong with the other actions in ``core.actions`` (which had none for accounts when the web app was
-written); they follow the same rules: one function per change, owning its transaction.
-"""
+"""State changes of accounts: sign-up, profile (API tokens: ``core.actions.api_tokens``; login
+throttling: ``core.actions.login_throttle``)."""
 
 from __future__ import annotations
 
