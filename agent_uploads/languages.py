@@ -14,10 +14,8 @@ agent). Standard library only: the web pages import this too.
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import IO
 
 
 @dataclass(frozen=True)
@@ -49,26 +47,6 @@ def detect_language(names: Iterable[str]) -> Language | None:
         if language.entry_file in present:
             return language
     return None
-
-
-def detect_in_zip(upload: IO[bytes]) -> Language | None:
-    """The language of an uploaded zip (its entry file at the top, or inside one single top folder, as the
-    builder resolves it); ``None`` when it has none or cannot be read. The file position is restored."""
-    position = upload.tell()
-    try:
-        upload.seek(0)
-        with zipfile.ZipFile(upload) as archive:
-            names = [n for n in archive.namelist() if not n.endswith("/") and not n.startswith("__MACOSX/")]
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
-        return None
-    finally:
-        upload.seek(position)
-    found = detect_language(names)
-    tops = {name.split("/", 1)[0] for name in names}
-    if found is None and len(tops) == 1 and all("/" in name for name in names):
-        prefix = f"{tops.pop()}/"
-        found = detect_language(name[len(prefix) :] for name in names)
-    return found
 
 
 def describe(language: Language) -> str:

@@ -21,7 +21,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from agent_uploads.conda_env import ENVIRONMENT_FILE, MAX_ENVIRONMENT_BYTES, parse_environment
-from agent_uploads.languages import detect_language
 from agent_uploads.requirements import (
     MAX_REQUIREMENTS_BYTES,
     REQUIREMENTS_FILE,
@@ -58,7 +57,7 @@ def local_refusal(validated: ValidatedZip) -> tuple[str | None, list[str]]:
     """``(refusal, notes)``: why the local sandbox cannot run this submission as asked (a sentence for
     its owner naming what it cannot honour), or ``None``; ``notes`` say how what it can honour is (a
     numpy pin answered by the sandbox's numpy)."""
-    language = detect_language(e.path for e in validated.entries)
+    language = validated.language
     if language is not None and language.key != "python":
         return (
             f"{language.label} agents ({language.entry_file}) are compiled and run only in the Docker "

@@ -1,8 +1,10 @@
 """Checks of an uploaded agent that need no build: its Python files must at least compile.
 
-The builder validates the zip's structure (``agent_uploads.zip_validation``, applied by
-``core.actions.submit_revision``); a syntax error would otherwise only show up minutes later, in the
-smoke test. This compiles (never runs) the entry file (``player.py``, else a Kaggle-style ``main.py``) and
+The zip's structure is ``agent_uploads.zip_validation``'s; a syntax error would otherwise only show up
+minutes later, in the smoke test. The upload form and the API apply it (``web.forms.check_upload``) to the
+sources the validating read kept (``sources_to_compile``, ``first_error_in``), so the zip is not opened
+again; ``first_syntax_error`` reads a raw zip (one the validator refuses: its syntax error is still told
+first). This compiles (never runs) the entry file (``player.py``, else a Kaggle-style ``main.py``) and
 the other Python files beside it, and words the first error the way Python would print it.
 
 It runs inside the upload request, so its cost is bounded, whatever the zip: at most
@@ -18,7 +20,11 @@ from __future__ import annotations
 import lzma
 import zipfile
 import zlib
-from typing import IO
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_uploads.zip_validation import ValidatedZip, ZipEntry
 
 #: The files the harness imports, in the order it looks for them (as ``run_duel``'s harness does).
 ENTRY_FILES = ("player.py", "main.py", "submission.py")
@@ -68,6 +74,35 @@ def syntax_error(source: bytes, shown_name: str) -> str | None:
         return f"{shown_name}: {exc}"
     except (RecursionError, MemoryError):  # nesting or expressions deeper than the compiler handles
         return f"{shown_name}: too deeply nested for Python to compile (Python would refuse to run it too)"
+    return None
+
+
+def sources_to_compile(entries: Sequence[ZipEntry]) -> list[str]:
+    """The paths of a validated zip whose sources are compiled, in order: the entry file, then the Python
+    files beside it by name, within ``MAX_SOURCES`` and the byte budget (a file too large for what is left
+    is skipped; a smaller one after it may still fit). Decided from the sizes the validator proved."""
+    sizes = {entry.path: entry.size for entry in entries}
+    entry_file = next((name for name in ENTRY_FILES if name in sizes), None)
+    if entry_file is None:
+        return []
+    siblings = sorted(p for p in sizes if p.endswith(".py") and "/" not in p and p != entry_file)
+    chosen = []
+    budget = MAX_TOTAL_SOURCE_BYTES
+    for path in [entry_file, *siblings[:MAX_SOURCES]]:
+        if sizes[path] > min(MAX_SOURCE_BYTES, budget):
+            continue  # left to the smoke test
+        chosen.append(path)
+        budget -= sizes[path]
+    return chosen
+
+
+def first_error_in(validated: ValidatedZip) -> str | None:
+    """The first syntax error among ``sources_to_compile`` of a zip validated with those files kept
+    (``agent_uploads.upload.read_upload``), or ``None``."""
+    for path in sources_to_compile(validated.entries):
+        error = syntax_error(validated.kept[path], path)
+        if error:
+            return error
     return None
 
 

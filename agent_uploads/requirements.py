@@ -9,7 +9,6 @@ builder's (``builder.wheels``).
 from __future__ import annotations
 
 import re
-import zipfile
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -66,7 +65,10 @@ def read_package_file(validated: ValidatedZip, name: str, limit: int) -> str | N
         return None
     if entry.size > limit:
         raise RequirementsError(f"{name} is larger than {limit // 1024} KiB")
-    chunks: list[bytes] = []
-    with zipfile.ZipFile(validated.zip_path) as zf:
-        read_member_capped(zf, entry, limit, chunks.append)
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    data = validated.kept.get(name)
+    if data is None:  # not kept by the read that validated it (``agent_uploads.upload.read_upload`` keeps it)
+        chunks: list[bytes] = []
+        with validated.open_zip() as zf:
+            read_member_capped(zf, entry, limit, chunks.append)
+        data = b"".join(chunks)
+    return data.decode("utf-8", errors="replace")

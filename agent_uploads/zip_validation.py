@@ -12,7 +12,10 @@ of an entry file (``agent_uploads.languages``: ``player.py``, a Kaggle-style ``m
 ``__MACOSX/`` and ``.DS_Store`` entries are ignored.
 
 The result, ``ValidatedZip``, lists the entries to extract with their normalised names and a content hash
-that does not depend on the zip's metadata (timestamps, order, compression, top folder name).
+that does not depend on the zip's metadata (timestamps, order, compression, top folder name). The archive
+is read once: its directory streamed, then opened once, every file decompressed once; the bytes of the few
+small files later steps read (``keep``: package files, the Python sources the syntax check compiles) are
+kept from that pass, so nothing opens the zip again to learn them (``agent_uploads.upload.read_upload``).
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ import re
 import stat
 import zipfile
 import zlib
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from agent_uploads.languages import ENTRY_FILES as LANGUAGE_ENTRY_FILES
+from agent_uploads.languages import Language, detect_language
 from agent_uploads.zip_directory import DirectoryError, DirectoryLimits, scan_directory
 
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
@@ -47,6 +52,11 @@ _GIT_COMPONENT = re.compile(r"(?:\.git|git~1)[. ]*(?::.*)?", re.IGNORECASE | re.
 
 class ValidationError(ValueError):
     """The upload is not an acceptable submission; ``str(error)`` is meant for the uploader."""
+
+
+class DirectoryRefused(ValidationError):
+    """Refused from its central directory alone (``check_directory``: empty, too large, a cap crossed),
+    before anything opened it with ``zipfile``."""
 
 
 class UnreadableUpload(ValidationError):
@@ -95,15 +105,38 @@ class ZipEntry:
 
 @dataclass(frozen=True)
 class ValidatedZip:
-    """A zip that passed every check."""
+    """A zip that passed every check: what every later step needs, so none reads the archive again."""
 
-    zip_path: Path
+    zip_path: Path | None  # None when it was read from a file object (an upload still in its request)
     entries: tuple[ZipEntry, ...]
     content_hash: str
     total_bytes: int
     has_requirements: bool
     stripped_prefix: str = ""
     limits: ZipLimits = field(default_factory=ZipLimits)
+    #: The bytes of the files ``validate_zip(keep=...)`` asked for, from the pass that hashed them.
+    kept: Mapping[str, bytes] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def paths(self) -> list[str]:
+        """Every file's path relative to the agent's folder."""
+        return [entry.path for entry in self.entries]
+
+    @property
+    def root_files(self) -> list[str]:
+        """The files at the top of the agent's folder (what the agent format is detected from)."""
+        return [entry.path for entry in self.entries if "/" not in entry.path]
+
+    @property
+    def language(self) -> Language | None:
+        """The language its entry file declares (``agent_uploads.languages``)."""
+        return detect_language(self.paths)
+
+    def open_zip(self) -> zipfile.ZipFile:
+        """The archive, opened again from its path (to stream its files into a build or a folder)."""
+        if self.zip_path is None:
+            raise ValueError("this zip was validated from a file object: open it from its stored copy")
+        return zipfile.ZipFile(self.zip_path)
 
 
 def _mib(n: int) -> str:
@@ -235,30 +268,56 @@ def check_directory(fh: BinaryIO, limits: ZipLimits | None = None) -> None:
     try:
         size = fh.seek(0, 2)
         if size == 0:
-            raise ValidationError("the upload is empty")
+            raise DirectoryRefused("the upload is empty")
         if size > limits.max_zip_bytes:
-            raise ValidationError(f"the upload is {_mib(size)}; the limit is {_mib(limits.max_zip_bytes)}")
+            raise DirectoryRefused(f"the upload is {_mib(size)}; the limit is {_mib(limits.max_zip_bytes)}")
         scan_directory(fh, size, limits.directory_limits())
     except DirectoryError as exc:
-        raise ValidationError(str(exc)) from None
+        raise DirectoryRefused(str(exc)) from None
     except OSError as exc:
         raise UnreadableUpload(f"the upload cannot be read: {exc}") from exc
     finally:
         fh.seek(position)
 
 
-def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZip:
-    """Check ``zip_path`` and return what to extract; raise ``ValidationError`` with a readable message."""
+#: ``keep(entries)``: the paths (relative to the agent's folder) whose bytes ``validate_zip`` keeps.
+KeepFiles = Callable[[Sequence[ZipEntry]], Collection[str]]
+
+
+def validate_zip(
+    source: Path | str | BinaryIO, limits: ZipLimits | None = None, *, keep: KeepFiles | None = None
+) -> ValidatedZip:
+    """Check the zip at path ``source`` (or in the seekable binary file ``source``, whose position is left
+    at its start) and return what to extract; raise ``ValidationError`` with a readable message
+    (``DirectoryRefused`` when its central directory alone refuses it). ``keep`` names files whose bytes
+    the result carries (``ValidatedZip.kept``), read in the same pass as every other file."""
     limits = limits or ZipLimits()
-    zip_path = Path(zip_path)
+    if isinstance(source, str | Path):
+        zip_path: Path | None = Path(source)
+        try:
+            fh: BinaryIO = open(zip_path, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise UnreadableUpload(f"the upload cannot be read: {exc.strerror}") from exc
+        owned = True
+    else:
+        zip_path, fh, owned = None, source, False
     try:
-        with open(zip_path, "rb") as fh:
-            check_directory(fh, limits)
-    except OSError as exc:
-        raise UnreadableUpload(f"the upload cannot be read: {exc.strerror}") from exc
+        fh.seek(0)
+        return _validate_open(fh, zip_path, limits, keep)
+    finally:
+        if owned:
+            fh.close()
+        else:
+            fh.seek(0)
+
+
+def _validate_open(
+    fh: BinaryIO, zip_path: Path | None, limits: ZipLimits, keep: KeepFiles | None
+) -> ValidatedZip:
+    check_directory(fh, limits)
     # The directory is now known to be small: zipfile may read it.
     try:
-        zf = zipfile.ZipFile(zip_path)
+        zf = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, NotImplementedError, ValueError) as exc:  # e.g. "zip file version 23.1"
         raise ValidationError(f"the upload is not a valid zip archive ({exc})") from exc
     except OSError as exc:
@@ -314,12 +373,24 @@ def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZi
         for path in sorted(files):
             info = members[path]
             entries.append(ZipEntry(member=info.filename, path=path[len(prefix) :], size=info.file_size))
-        # Read everything once, capped, to prove the declared sizes and compute the content hash.
+        # Read everything once, capped, to prove the declared sizes and compute the content hash; keep the
+        # bytes of the files asked for.
+        wanted = set(keep(entries)) if keep is not None else set()
+        kept: dict[str, bytes] = {}
         digest = hashlib.sha256()
         budget = limits.max_total_bytes
         for entry in entries:
             file_hash = hashlib.sha256()
-            produced = read_member_capped(zf, entry, budget, file_hash.update)
+            chunks: list[bytes] | None = [] if entry.path in wanted else None
+
+            def sink(chunk: bytes, file_hash=file_hash, chunks=chunks) -> None:
+                file_hash.update(chunk)
+                if chunks is not None:
+                    chunks.append(chunk)
+
+            produced = read_member_capped(zf, entry, budget, sink)
+            if chunks is not None:
+                kept[entry.path] = b"".join(chunks)
             budget -= produced
             digest.update(f"{entry.path}\0{produced}\0{file_hash.hexdigest()}\n".encode())
         return ValidatedZip(
@@ -330,4 +401,5 @@ def validate_zip(zip_path: Path, limits: ZipLimits | None = None) -> ValidatedZi
             has_requirements=any(e.path == "requirements.txt" for e in entries),
             stripped_prefix=prefix,
             limits=limits,
+            kept=kept,
         )

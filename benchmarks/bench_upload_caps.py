@@ -34,7 +34,7 @@ def rchar():
 
 way, archive, traced = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "traced"
 if way == "scan":
-    from builder import ValidationError, validate_zip
+    from agent_uploads.zip_validation import ValidationError, validate_zip
 rss0, read0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rchar()
 if traced:
     tracemalloc.start()

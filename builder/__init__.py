@@ -1,8 +1,9 @@
-"""Submission validation and agent image building (a plain library; never imports Django).
+"""Agent image building from a validated upload (a plain library; never imports Django). The upload
+format itself (validation, languages, package files) is ``agent_uploads``'s.
 
 Public API::
 
-    from builder import build_submission, BuildResult, ValidationError
+    from builder import build_submission, BuildResult
     result = build_submission(Path("bot.zip"), backend="docker", work_dir=Path("data/builds"))
     result.ok, result.agent_ref, result.error, result.log, result.content_hash, result.duration_s
 
@@ -15,13 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_uploads.zip_validation import (
-    UnreadableUpload,
-    ValidatedZip,
-    ValidationError,
-    ZipLimits,
-    validate_zip,
-)
+from agent_uploads.upload import read_upload
+from agent_uploads.zip_validation import UnreadableUpload, ValidationError, ZipLimits
 from builder.extract import extract_cached
 from builder.settings import BuilderSettings
 from run_duel.registry import RegistryConfig
@@ -29,15 +25,7 @@ from run_duel.registry import RegistryConfig
 #: ``build_submission(registry=FROM_ENV)``: the registry of the environment (``AGENT_REGISTRY``).
 FROM_ENV = object()
 
-__all__ = [
-    "BuildResult",
-    "BuilderSettings",
-    "ValidatedZip",
-    "ValidationError",
-    "ZipLimits",
-    "build_submission",
-    "validate_zip",
-]
+__all__ = ["BuildResult", "BuilderSettings", "build_submission"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +80,7 @@ def build_submission(
     if backend not in ("docker", "local"):
         raise ValueError(f"unknown build backend {backend!r} (expected 'docker' or 'local')")
     try:
-        validated = validate_zip(Path(zip_path), limits)
+        validated = read_upload(Path(zip_path), limits)  # its package files kept: read once
     except UnreadableUpload as exc:  # our file could not be read: not the uploader's doing, retried
         return done(ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INFRA")
     except ValidationError as exc:
@@ -100,9 +88,7 @@ def build_submission(
             ok=False, agent_ref="", log="", error=str(exc), content_hash="", error_kind="INVALID_SUBMISSION"
         )
 
-    from agent_uploads.languages import detect_language
-
-    language = detect_language(e.path for e in validated.entries)
+    language = validated.language
     language_key = language.key if language else ""
     if backend == "local":
         from agent_uploads.local_support import local_refusal

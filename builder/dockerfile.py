@@ -21,7 +21,6 @@ import io
 import json
 import tarfile
 import tempfile
-import zipfile
 from pathlib import Path
 
 import run_duel
@@ -189,7 +188,7 @@ def write_context(
         _add_dir(tar, "agent")
         made_dirs: set[str] = set()
         budget = validated.limits.max_total_bytes
-        with zipfile.ZipFile(validated.zip_path) as zf:
+        with validated.open_zip() as zf:
             for entry in validated.entries:
                 parts = entry.path.split("/")
                 for i in range(1, len(parts)):

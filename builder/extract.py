@@ -13,7 +13,6 @@ import errno
 import os
 import shutil
 import tempfile
-import zipfile
 from pathlib import Path
 
 from agent_uploads.zip_validation import ValidatedZip, ValidationError, read_member_capped
@@ -26,7 +25,7 @@ _FILE_FLAGS = (
 
 def _write_entries(validated: ValidatedZip, root: Path) -> None:
     budget = validated.limits.max_total_bytes
-    with zipfile.ZipFile(validated.zip_path) as zf:
+    with validated.open_zip() as zf:
         for entry in validated.entries:
             target = root.joinpath(*entry.path.split("/"))
             # Defence in depth: validation already refused '..' and absolute names.

@@ -8,9 +8,10 @@ from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 
-from agent_uploads.python_check import first_syntax_error
-from core.actions.errors import SubmissionError
-from core.actions.submissions import check_zip_directory
+from agent_uploads.python_check import first_error_in, first_syntax_error
+from agent_uploads.upload import read_upload
+from agent_uploads.zip_validation import DirectoryRefused, UnreadableUpload, ValidatedZip, ValidationError
+from core.actions.submissions import upload_limits
 from core.models import Competitor, Environment
 from core.models.competitor import NAME_VALIDATOR
 
@@ -154,21 +155,26 @@ class UploadForm(forms.Form):
         self.fields["file"].widget.attrs["data-max-bytes"] = str(limit)
         self.fields["environment"].label_from_instance = lambda env: env.name
 
+    #: The upload read and validated by ``clean_file`` (``None``: refused further on, by the action).
+    validated: ValidatedZip | None = None
+
     def clean_file(self) -> UploadedFile:
         """Reject obviously wrong files before anything is stored (the builder checks the contents)."""
         upload: UploadedFile = self.cleaned_data["file"]
         try:
-            check_upload(upload)
+            self.validated = check_upload(upload)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
         return upload
 
 
-def check_upload(upload: UploadedFile) -> None:
-    """Size, zip signature and Python syntax of an uploaded agent (the form and the API share it).
+def check_upload(upload: UploadedFile) -> ValidatedZip | None:
+    """Size, zip signature, the zip's directory and Python syntax of an uploaded agent (the form and the
+    API share it), from the one read of the upload (``agent_uploads.upload.read_upload``).
 
-    Raises ``ValueError`` with a sentence for the uploader; the zip's structure is the validator's job
-    (``core.actions.submit_revision``).
+    Raises ``ValueError`` with a sentence for the uploader. Returns the validated zip, to hand to
+    ``core.actions.submit_revision`` (which then does not read it again), or ``None`` when the validator
+    refuses it for its structure: the action says why, after the name and game, as it always did.
     """
     cap = settings.SUBMISSION_MAX_BYTES
     if upload.size > cap:
@@ -178,13 +184,17 @@ def check_upload(upload: UploadedFile) -> None:
     upload.seek(0)
     if head[:2] != b"PK":
         raise ValueError("This is not a zip file (zip files start with 'PK').")
-    try:  # before anything opens the zip: a hostile directory is refused in bounded memory and time
-        check_zip_directory(upload)
-    except SubmissionError as exc:
+    try:  # the directory is streamed first: a hostile one is refused in bounded memory and time
+        validated = read_upload(upload, upload_limits())
+    except (DirectoryRefused, UnreadableUpload) as exc:
         raise ValueError(f"This zip cannot be accepted: {exc}.") from None
-    error = first_syntax_error(upload)
+    except ValidationError:
+        validated = None
+    # A refused zip's syntax error is still told first (its sources read from the raw zip).
+    error = first_syntax_error(upload) if validated is None else first_error_in(validated)
     if error:
         raise ValueError(f"Python cannot compile your agent: {error}")
+    return validated
 
 
 def my_competitor_names(user: User, environment: Environment | None = None) -> list[str]:

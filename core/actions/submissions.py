@@ -3,6 +3,11 @@
 Choice: an invalid zip creates NOTHING (no competitor, no revision, no version number used) and raises
 ``SubmissionError`` with the validator's message; the upload form shows it at once. ``REJECTED`` is kept
 for revisions refused later (by an operator).
+
+An upload is read once: its bytes are copied once (hashed on the way) and stored once; its archive is
+validated once (``agent_uploads.upload.read_upload``, by the upload form or the API on the request's file,
+else here on the copy), and that ``ValidatedZip`` answers every later question (the local sandbox's
+refusal, the agent format).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import logging
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -21,6 +26,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agent_uploads.upload import read_upload
+from agent_uploads.zip_validation import ValidatedZip, ValidationError, ZipLimits
 from core import blobs, storage
 from core.actions.agent_data import wipe_for_playing_revision
 from core.actions.errors import ActionError, StorageFull, SubmissionError
@@ -30,9 +37,6 @@ from core.models.competitor import NAME_VALIDATOR
 from core.queue import enqueue_on_commit
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from agent_uploads.zip_validation import ValidatedZip
 
 ZipSource = BinaryIO | bytes | str | Path
 
@@ -72,12 +76,15 @@ def _spool(zip_file: ZipSource) -> tuple[Path, str, int]:
     return tmp, digest.hexdigest(), size
 
 
-def _validate_zip(path: Path) -> ValidatedZip:
-    # The one import of a non-core package by core: the same validator the builder applies later.
-    from agent_uploads.zip_validation import ValidationError, ZipLimits, validate_zip
+def upload_limits() -> ZipLimits:
+    """The caps on an upload here (``SUBMISSION_MAX_BYTES``), for whoever reads it first."""
+    return ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES)
 
+
+def _validate_zip(path: Path) -> ValidatedZip:
+    # The same validator the builder applies later (agent_uploads, a package below core).
     try:
-        return validate_zip(path, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
+        return read_upload(path, upload_limits())
     except ValidationError as exc:
         raise SubmissionError(str(exc)) from exc
 
@@ -89,7 +96,7 @@ def _refuse_what_this_sandbox_cannot_run(validated: ValidatedZip) -> None:
     in."""
     if settings.SANDBOX != "local":
         return
-    from agent_uploads.local_support import local_refusal
+    from agent_uploads.local_support import local_refusal  # packaging and PyYAML only when needed
 
     refusal, _notes = local_refusal(validated)
     if refusal:
@@ -101,7 +108,7 @@ def _agent_format(choice: str, environment_slug: str, validated: ValidatedZip) -
     ``choice`` is the owner's (``auto``: detect it from the files at the agent's root)."""
     from run_duel.agent_formats import files_problem, resolve
 
-    root_files = [entry.path for entry in validated.entries if "/" not in entry.path]
+    root_files = validated.root_files
     try:
         agent_format, detected = resolve(choice, environment_slug, root_files)
     except ValueError as exc:
@@ -110,18 +117,6 @@ def _agent_format(choice: str, environment_slug: str, validated: ValidatedZip) -
     if why:
         raise SubmissionError(why)
     return agent_format, detected
-
-
-def check_zip_directory(upload: BinaryIO) -> None:
-    """The validator's early caps (entry count, path depth and length, declared sizes, compression ratio)
-    on an upload still in the request, streamed from its central directory in bounded memory; raises
-    ``SubmissionError`` with a one-line message. The file position is restored."""
-    from agent_uploads.zip_validation import ValidationError, ZipLimits, check_directory
-
-    try:
-        check_directory(upload, ZipLimits(max_zip_bytes=settings.SUBMISSION_MAX_BYTES))
-    except ValidationError as exc:
-        raise SubmissionError(str(exc)) from exc
 
 
 def submit_revision(
@@ -133,12 +128,15 @@ def submit_revision(
     *,
     wipe_data: bool = False,
     agent_format: str = "auto",
+    validated: ValidatedZip | None = None,
 ) -> Revision:
     """Store a new revision of ``user``'s competitor ``competitor_name`` (created on first upload) and
     queue its build. Versions are 1, 2, ... per competitor, without gaps or races: the competitor row is
     locked while ``next_version`` is read and bumped. ``wipe_data``: the competitor's data folder is
-    emptied when this revision starts playing. Raises ``SubmissionError`` and stores nothing for a bad
-    name, an unknown environment or an invalid zip."""
+    emptied when this revision starts playing. ``validated``: the caller already read ``zip_file`` with
+    ``agent_uploads.upload.read_upload`` and ``upload_limits()`` (the upload form, the API), so it is not
+    read again. Raises ``SubmissionError`` and stores nothing for a bad name, an unknown environment or an
+    invalid zip."""
     try:
         NAME_VALIDATOR(competitor_name)
     except DjangoValidationError as exc:
@@ -155,7 +153,7 @@ def submit_revision(
 
     try:
         return _store_revision(
-            user, environment, competitor_name, zip_file, is_public, wipe_data, agent_format
+            user, environment, competitor_name, zip_file, is_public, wipe_data, agent_format, validated
         )
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -175,13 +173,15 @@ def _store_revision(
     is_public: bool,
     wipe_data: bool,
     agent_format: str,
+    validated: ValidatedZip | None,
 ) -> Revision:
     """``submit_revision``'s storing half, once the name, game and season were checked."""
     environment_slug = environment.slug
     tmp, sha256, size = _spool(zip_file)
     dest: Path | None = None
     try:
-        validated = _validate_zip(tmp)
+        if validated is None:
+            validated = _validate_zip(tmp)
         _refuse_what_this_sandbox_cannot_run(validated)
         agent_format, detected = _agent_format(agent_format, environment_slug, validated)
         with transaction.atomic():

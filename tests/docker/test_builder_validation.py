@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import ValidationError, ZipLimits, build_submission, validate_zip
+from agent_uploads.zip_validation import ValidationError, ZipLimits, validate_zip
+from builder import build_submission
 
 PLAYER = b"class Player:\n    def __init__(self, train_mode=False):\n        pass\n"
 

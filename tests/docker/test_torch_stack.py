@@ -23,7 +23,8 @@ import pytest
 from dockertest_support import RANDOM_PLAYER, REPO, zip_folder
 from registry_support import PrivateRegistry
 
-from builder import build_submission, validate_zip
+from agent_uploads.zip_validation import validate_zip
+from builder import build_submission
 from builder.agent_packages import plan_packages
 from builder.settings import BuilderSettings
 from builder.stacks import PACKAGES_LABEL, STACK_LABEL, installed_stacks, push_stack

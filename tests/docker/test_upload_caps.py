@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from hostile_zips import deep_path_zip, many_entries_zip
 
-from builder import ValidationError, ZipLimits, build_submission, validate_zip
+from agent_uploads.zip_validation import ValidationError, ZipLimits, validate_zip
+from builder import build_submission
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024

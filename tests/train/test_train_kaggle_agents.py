@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import KAGGLE, NEGAMAX, RANDOM, zip_files
 
-from builder import build_submission, validate_zip
+from agent_uploads.zip_validation import validate_zip
+from builder import build_submission
 from run_duel.api import LaunchSpec, get_sandbox, play_duel, validate_duel_json
 
 KAGGLE_TIC_TAC_TOE = textwrap.dedent(

@@ -154,13 +154,14 @@ def test_zip_folder_skips_caches_and_requires_player_py(tmp_path):
 
 
 def test_zip_folder_uploads_cpp_and_javascript_agents_as_the_arena_detects_them(tmp_path):
-    from agent_uploads.languages import ENTRY_FILES, detect_in_zip
+    from agent_uploads.languages import ENTRY_FILES
+    from agent_uploads.upload import read_upload
 
     assert agents.UPLOAD_ENTRY_FILES == ENTRY_FILES
     for kit in ("random_cpp", "random_js"):
         archive = agents.zip_folder(EXAMPLES_DIR / kit)
         assert agents.syntax_error(EXAMPLES_DIR / kit) is None  # nothing Python to compile
-        language = detect_in_zip(io.BytesIO(archive))
+        language = read_upload(io.BytesIO(archive)).language
         assert language is not None and language.key == ("cpp" if kit == "random_cpp" else "javascript")
 
 

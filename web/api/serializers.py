@@ -8,6 +8,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agent_uploads.zip_validation import ValidatedZip
 from core.models import Competitor, Duel, Environment, Match, Revision
 from tournament_manager.leaderboard import LeaderboardRow
 from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
@@ -196,10 +197,13 @@ class RevisionUploadSerializer(serializers.Serializer):
         "that project's states, actions and rewards. kaggle: always run as a Kaggle agent.",
     )
 
+    #: The upload read and validated by ``validate_file`` (``None``: refused further on, by the action).
+    validated_zip: ValidatedZip | None = None
+
     def validate_file(self, upload: Any) -> Any:
         """Size, zip signature and Python syntax, as on the upload page."""
         try:
-            check_upload(upload)
+            self.validated_zip = check_upload(upload)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
         return upload

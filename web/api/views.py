@@ -199,6 +199,7 @@ class RevisionListCreate(generics.ListAPIView):
                 is_public=data["is_public"],
                 wipe_data=data["wipe_data"],
                 agent_format=data["agent_format"],
+                validated=form.validated_zip,
             )
         except actions.SubmissionError as exc:
             return Response({"file": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from agent_uploads.languages import describe, detect_in_zip
+from agent_uploads.languages import describe
 from core import actions
 from core.models import Competitor, Environment
 from web import ratelimit
@@ -45,6 +45,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                     is_public=data["is_public"],
                     wipe_data=data["wipe_data"],
                     agent_format=data["agent_format"] or "auto",
+                    validated=form.validated,
                 )
             except actions.SubmissionError as exc:
                 form.add_error("file", _sentence(str(exc)))
@@ -52,7 +53,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                 form.add_error(None, _sentence(str(exc)))
                 status = 507
             else:
-                language = detect_in_zip(data["file"])
+                language = form.validated.language if form.validated else None
                 detected = f" Detected: {describe(language)}." if language else ""
                 messages.success(
                     request,
