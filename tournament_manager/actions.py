@@ -293,6 +293,7 @@ def matchmake(
         settled, to_play = (fit.needs_no_duel, fit.needs_play) if fit is not None else (None, ())
         cands = ladder_candidates(environment_id, rater, policy, batch=batch_size, to_play=to_play, rng=rng)
         revision_of = {c.id: rev for c, rev in cands}
+        to_play = [(a, b) for a, b in to_play if a in revision_of and b in revision_of]  # the pool's only
         now = timezone.now()
         planned = plan_duels([c for c, _ in cands], batch_size, rater, rng, now, policy, settled, to_play)
         for duel in planned:

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -42,7 +43,7 @@ from tournament_manager.rating import Rater, Skill, get_rater
 #: Leagues with at most this many playable competitors are planned over all of them.
 FULL_LEAGUE = 256
 #: Size of the window of neighbours by ``mu`` in a large league (at least 4 x the batch).
-WINDOW = 64
+WINDOW = 32
 #: The longest ladder duel, as a multiple of the game's ``matches_per_duel`` (``TM_MAX_DUEL_MATCHES`` 0).
 DUEL_LENGTH_FACTOR = 4
 #: The Docker sandbox's measured cost (benchmarks/fixtures/duel_cost.json) when settings give none.
@@ -68,6 +69,27 @@ def load_states(environment_id: int, competitor_ids: Iterable[Hashable]) -> dict
         last_revision_2=Subquery(latest.values("duel__revision_2_id")[:1]),
     )
     return {r.competitor_id: r for r in rows}
+
+
+def _candidate_states(
+    environment_id: int, competitor_ids: list[int]
+) -> dict[int, tuple[Skill, int, datetime | None, int | None]]:
+    """(skill, matches, last played, revision its rating last saw) per rated competitor of the list: the
+    values :func:`load_states` gives, without building Rating objects."""
+    latest = RatingHistory.objects.filter(rating=OuterRef("pk"), duel__isnull=False).order_by("-id")
+    rows = (
+        Rating.objects.filter(environment_id=environment_id, competitor_id__in=competitor_ids)
+        .annotate(
+            c1=Subquery(latest.values("duel__revision_1__competitor_id")[:1]),
+            r1=Subquery(latest.values("duel__revision_1_id")[:1]),
+            r2=Subquery(latest.values("duel__revision_2_id")[:1]),
+        )
+        .values_list("competitor_id", "mu", "sigma", "matches", "last_played_at", "c1", "r1", "r2")
+    )
+    return {
+        cid: (Skill(mu, sigma), matches, last, r1 if c1 == cid else r2)
+        for cid, mu, sigma, matches, last, c1, r1, r2 in rows
+    }
 
 
 def state_of(row: Rating) -> RatingState:
@@ -176,19 +198,31 @@ def _busy(environment_id: int) -> dict[int, int]:
     return counts
 
 
-def _ladder_today(environment_id: int, ids: list[int], since: datetime) -> dict[int, int]:
-    """Ladder duels finished since ``since`` per competitor of ``ids``: through the partial indexes on
-    (revision, finished_at) of ladder duels, so the rows read are these competitors' duels of the day."""
+#: Ladder duels finished since a time, per competitor of a list: one count per side, each read through
+#: its partial index on (revision, finished_at) of ladder duels (the pool's duels of the day only).
+_TODAY_SQL = " UNION ALL ".join(  # fixed identifiers, every value bound
+    f"""SELECT r.competitor_id, COUNT(*) FROM core_revision r
+        JOIN core_duel d ON d.{side}_id = r.id AND d.kind = 'LADDER' AND d.finished_at >= %s
+        WHERE r.competitor_id = ANY(%s) GROUP BY r.competitor_id"""  # noqa: S608
+    for side in ("revision_1", "revision_2")
+)
+
+
+def _ladder_today(ids: list[int], since: datetime) -> dict[int, int]:
+    """Ladder duels finished since ``since`` per competitor of ``ids`` (module docstring)."""
     counts = dict.fromkeys(ids, 0)
     if not ids:
         return counts
-    revisions = dict(Revision.objects.filter(competitor_id__in=ids).values_list("pk", "competitor_id"))
-    recent = Duel.objects.filter(
-        environment_id=environment_id, kind=Duel.Kind.LADDER, finished_at__gte=since
-    ).order_by()
-    for field in ("revision_1_id", "revision_2_id"):
-        for revision_id in recent.filter(**{f"{field}__in": list(revisions)}).values_list(field, flat=True):
-            counts[revisions[revision_id]] += 1
+    if connection.vendor != "postgresql":  # SQLite: the same count through the ORM
+        recent = Duel.objects.filter(kind=Duel.Kind.LADDER, finished_at__gte=since).order_by()
+        for side in ("revision_1__competitor_id", "revision_2__competitor_id"):
+            for cid in recent.filter(**{f"{side}__in": ids}).values_list(side, flat=True):
+                counts[cid] += 1
+        return counts
+    with connection.cursor() as cursor:
+        cursor.execute(_TODAY_SQL, [since, ids, since, ids])
+        for competitor_id, n in cursor.fetchall():
+            counts[competitor_id] += n
     return counts
 
 
@@ -261,17 +295,16 @@ def ladder_candidates(
         competitors.values("pk", "current_revision_id", "current_revision__content_hash")
     )
     ids = [c["pk"] for c in rows]
-    ratings = load_states(environment_id, ids)
-    today = _ladder_today(environment_id, ids, now - timedelta(days=1))
+    ratings = _candidate_states(environment_id, ids)
+    today = _ladder_today(ids, now - timedelta(days=1))
     out = []
     for c in rows:
         row = ratings.get(c["pk"])
         if row is None:
             skill, matches, last = rater.initial(), 0, None
         else:
-            state = state_of(row)
-            skill, matches, last = state.skill, state.matches, state.last_played_at
-            if state.revision is not None and state.revision != c["current_revision_id"]:
+            skill, matches, last, revision = row
+            if revision is not None and revision != c["current_revision_id"]:
                 skill, matches = rater.reset_uncertainty(skill), 0
         in_flight = busy.get(c["pk"], 0)
         cand = Candidate(
