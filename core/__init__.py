@@ -1,4 +1,5 @@
-"""RL Arena core: settings, models, the Celery app and ``core.actions`` (the only code that changes state)."""
+"""RL Arena core: settings, models, the Celery app and ``core.actions`` (state changes: the write rule in
+``core/README.md``)."""
 
 from core.celery import app as celery_app
 

@@ -6,7 +6,7 @@ from django.db import models
 
 
 class WorkerStatus(models.Model):
-    """One Celery worker node. Written by the worker's health monitor (``core.jobs.health``) every
+    """One Celery worker node. Written by the worker's health monitor (``core.worker``) every
     ``WORKER_HEALTH_INTERVAL_SECONDS``; read by ``queue_status``, the admin and the autoscaler.
 
     An unhealthy worker (its Docker engine or registry does not answer) has stopped consuming its queues
