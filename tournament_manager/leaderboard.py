@@ -10,21 +10,33 @@ fit has not seen yet (rated since, or never) follow, by TrueSkill's ``mu - 3 sig
 rank. TrueSkill still drives matchmaking and is shown beside.
 
 Building the leaderboard never fits anything: it reads the latest stored fit (possibly a little older
-than the ratings), and when no fit exists at all it orders by ``mu - 3 sigma`` and requests one. One
-database query whatever the number of competitors.
+than the ratings), and when no fit exists at all it orders by ``mu - 3 sigma`` and requests one.
+
+A ratings version costs only what changed. Each process keeps a snapshot of the ranking per environment
+(:func:`leaderboard`) and, when the ratings change, reads only the rows whose ``updated_at`` is later than
+the snapshot's: rating rounds run under the environment's row lock and stamp the rows they change with a
+stamp later than every earlier one (``tournament_manager.actions``), so stamps follow commit order and
+nothing committed is ever missed. The fit's part of the order (and its ranks) changes only with the fit;
+the rows it has not seen are re-sorted among themselves. A new fit, a vanished row, a large change or
+:data:`DETAILS_SECONDS` without one (names, owners, versions, pauses change without touching ratings)
+rebuild the snapshot from one query (:func:`build_leaderboard`).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import Count, Max
 
-from core.models import Environment, Rating
+from core.models import Competitor, Environment, Rating
+from core.models.user import default_public_name
 from tournament_manager.settled import rank_by_fit
-from tournament_manager.tie_fit import request_refresh, stored_fit
+from tournament_manager.tie_fit import TieFit, request_refresh, stored_fit
 
 
 @dataclass(frozen=True)
@@ -74,62 +86,191 @@ def bradley_terry_intervals(environment_id: int) -> dict[Hashable, tuple[float, 
     return dict(stored.intervals) if stored is not None else {}
 
 
-def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
-    """Every rated competitor of ``environment``, best first, with tie-aware ranks."""
-    environment_id = environment if isinstance(environment, int) else environment.pk
-    ratings = list(
-        Rating.objects.filter(environment_id=environment_id)
-        .select_related("competitor__owner", "competitor__current_revision")
-        .order_by("-skill", "-mu", "competitor_id")
+#: Columns one leaderboard row is built from (one query, no model instances).
+_COLUMNS = (
+    "competitor_id",
+    "mu",
+    "sigma",
+    "skill",
+    "matches",
+    "wins",
+    "draws",
+    "losses",
+    "errors",
+    "last_played_at",
+    "updated_at",
+    "competitor__name",
+    "competitor__status",
+    "competitor__owner_id",
+    "competitor__owner__display_name",
+    "competitor__owner__github",
+    "competitor__current_revision__version",
+)
+#: A snapshot is rebuilt from scratch at least this often, so that what changes without touching the
+#: ratings (a competitor's name, its owner's name, its version, a pause) shows within this many seconds.
+DETAILS_SECONDS = 60.0
+#: A delta larger than this share of the rows (and than ``_REBUILD_MIN`` rows) rebuilds the snapshot instead.
+_REBUILD_SHARE = 0.25
+_REBUILD_MIN = 64
+
+
+def _unfitted_key(row: LeaderboardRow) -> tuple[float, float, int]:
+    return (-row.skill, -row.mu, row.competitor_id)
+
+
+def _row(values: dict, rank: int, fit: TieFit | None, provisional_sigma: float) -> LeaderboardRow:
+    cid = values["competitor_id"]
+    bt = fit.intervals.get(cid) if fit is not None else None
+    score = fit.scores.get(cid) if fit is not None else None
+    owner_name = (
+        values["competitor__owner__display_name"]
+        or values["competitor__owner__github"]
+        or default_public_name(values["competitor__owner_id"] or 0)
     )
-    stored = stored_fit(environment_id)
-    intervals: dict[Hashable, tuple[float, float, float]] = dict(stored.intervals) if stored else {}
-    if stored is None and any(r.matches for r in ratings):
+    return LeaderboardRow(
+        rank=rank,
+        competitor_id=cid,
+        competitor=values["competitor__name"],
+        owner=owner_name,
+        version=values["competitor__current_revision__version"],
+        is_paused=values["competitor__status"] != Competitor.Status.ACTIVE,
+        mu=values["mu"],
+        sigma=values["sigma"],
+        skill=values["skill"],
+        matches=values["matches"],
+        wins=values["wins"],
+        draws=values["draws"],
+        losses=values["losses"],
+        errors=values["errors"],
+        last_played_at=values["last_played_at"],
+        bt_strength=bt[0] if bt else None,
+        bt_lower=bt[1] if bt else None,
+        bt_upper=bt[2] if bt else None,
+        provisional=values["sigma"] > provisional_sigma,
+        field_score=score[0] if score else None,
+        field_score_lower=score[1] if score else None,
+        field_score_upper=score[2] if score else None,
+    )
+
+
+@dataclass
+class _Snapshot:
+    """One process's ranking of one environment, and what it reflects."""
+
+    fit_computed_at: datetime | None
+    #: The latest ``Rating.updated_at`` reflected (None: no rating row yet).
+    stamp: datetime | None
+    built_at: float
+    #: The rows the fit has seen, in the fit's order (their ranks fixed by the fit), then the others.
+    fitted: list[LeaderboardRow]
+    unfitted: list[LeaderboardRow]
+    #: competitor id -> index in ``fitted``.
+    fitted_index: dict[int, int]
+
+    @property
+    def rows(self) -> list[LeaderboardRow]:
+        return self.fitted + self.unfitted
+
+
+_snapshots: dict[int, _Snapshot] = {}
+_locks: dict[int, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock(environment_id: int) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(environment_id, threading.Lock())
+
+
+def _rank_unfitted(snapshot_fitted: int, rows: list[LeaderboardRow]) -> list[LeaderboardRow]:
+    rows.sort(key=_unfitted_key)
+    return [r if r.rank == k else replace(r, rank=k) for k, r in enumerate(rows, start=snapshot_fitted + 1)]
+
+
+def _build(environment_id: int, fit: TieFit | None) -> _Snapshot:
+    values = list(Rating.objects.filter(environment_id=environment_id).values(*_COLUMNS))
+    if fit is None and any(v["matches"] for v in values):
         request_refresh(environment_id)  # debounced: one background fit, however many requests ask
-
-    # Stable: the fit's order first, then the ones it has not seen in the query's mu - 3 sigma order.
-    def place(r: Rating) -> tuple[int, float]:
-        fitted = intervals.get(r.competitor_id)
-        return (0, -fitted[0]) if fitted else (1, 0.0)
-
-    ratings.sort(key=place)
-    fitted = [r.competitor_id for r in ratings if r.competitor_id in intervals]
-    ranks = rank_by_fit(fitted, stored.knows_order) if stored is not None else {}
-    ranks.update({r.competitor_id: k for k, r in enumerate(ratings, start=1) if r.competitor_id not in ranks})
-    scores = stored.scores if stored is not None else {}
+    intervals = fit.intervals if fit is not None else {}
+    in_fit = [v for v in values if v["competitor_id"] in intervals]
+    # The fit's order: strength, then id (never the ratings, so that it changes only with the fit).
+    in_fit.sort(key=lambda v: (-intervals[v["competitor_id"]][0], v["competitor_id"]))
+    ranks = rank_by_fit([v["competitor_id"] for v in in_fit], fit.knows_order) if fit is not None else {}
     provisional_sigma = provisional_threshold()
-    rows = []
-    for r in ratings:
-        comp = r.competitor
-        bt = intervals.get(r.competitor_id)
-        score = scores.get(r.competitor_id)
-        rows.append(
-            LeaderboardRow(
-                rank=ranks[r.competitor_id],
-                competitor_id=r.competitor_id,
-                competitor=comp.name,
-                owner=comp.owner.public_name,
-                version=comp.current_revision.version if comp.current_revision else None,
-                is_paused=comp.status != comp.Status.ACTIVE,
-                mu=r.mu,
-                sigma=r.sigma,
-                skill=r.skill,
-                matches=r.matches,
-                wins=r.wins,
-                draws=r.draws,
-                losses=r.losses,
-                errors=r.errors,
-                last_played_at=r.last_played_at,
-                bt_strength=bt[0] if bt else None,
-                bt_lower=bt[1] if bt else None,
-                bt_upper=bt[2] if bt else None,
-                provisional=r.sigma > provisional_sigma,
-                field_score=score[0] if score else None,
-                field_score_lower=score[1] if score else None,
-                field_score_upper=score[2] if score else None,
-            )
+    fitted = [_row(v, ranks[v["competitor_id"]], fit, provisional_sigma) for v in in_fit]
+    unfitted = [_row(v, 0, fit, provisional_sigma) for v in values if v["competitor_id"] not in intervals]
+    stamp = max((v["updated_at"] for v in values), default=None)
+    return _Snapshot(
+        fit_computed_at=fit.computed_at if fit is not None else None,
+        stamp=stamp,
+        built_at=time.monotonic(),
+        fitted=fitted,
+        unfitted=_rank_unfitted(len(fitted), unfitted),
+        fitted_index={r.competitor_id: k for k, r in enumerate(fitted)},
+    )
+
+
+def _patched(snapshot: _Snapshot, environment_id: int, fit: TieFit | None, count: int) -> _Snapshot | None:
+    """``snapshot`` with the rows changed since its stamp, or None when a rebuild is due instead."""
+    changed = Rating.objects.filter(environment_id=environment_id)
+    if snapshot.stamp is not None:
+        changed = changed.filter(updated_at__gt=snapshot.stamp)
+    most = max(_REBUILD_MIN, int(count * _REBUILD_SHARE))
+    values = list(changed.values(*_COLUMNS)[: most + 1])
+    if len(values) > most:
+        return None
+    provisional_sigma = provisional_threshold()
+    fitted = list(snapshot.fitted)
+    unfitted = {r.competitor_id: r for r in snapshot.unfitted}
+    for v in values:
+        at = snapshot.fitted_index.get(v["competitor_id"])
+        if at is not None:
+            fitted[at] = _row(v, fitted[at].rank, fit, provisional_sigma)
+        else:
+            unfitted[v["competitor_id"]] = _row(v, 0, fit, provisional_sigma)
+    if len(fitted) + len(unfitted) != count:  # a row vanished (a competitor deleted): rebuild
+        return None
+    stamps = [snapshot.stamp] if snapshot.stamp is not None else []
+    return _Snapshot(
+        fit_computed_at=snapshot.fit_computed_at,
+        stamp=max(stamps + [v["updated_at"] for v in values], default=None),
+        built_at=snapshot.built_at,
+        fitted=fitted,
+        unfitted=_rank_unfitted(len(fitted), list(unfitted.values())) if values else snapshot.unfitted,
+        fitted_index=snapshot.fitted_index,
+    )
+
+
+def build_leaderboard(environment_id: int) -> list[LeaderboardRow]:
+    """Every rated competitor of the environment, best first, built from scratch (one query)."""
+    return _build(environment_id, stored_fit(environment_id)).rows
+
+
+def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
+    """Every rated competitor of ``environment``, best first, with tie-aware ranks: the process's snapshot,
+    brought up to date with the rows changed since (one query for the version, one for the changes)."""
+    environment_id = environment if isinstance(environment, int) else environment.pk
+    with _lock(environment_id):
+        head = Rating.objects.filter(environment_id=environment_id).aggregate(
+            m=Max("updated_at"), n=Count("pk")
         )
-    return rows
+        fit = stored_fit(environment_id)
+        fit_at = fit.computed_at if fit is not None else None
+        snapshot = _snapshots.get(environment_id)
+        fresh: _Snapshot | None = None
+        if (
+            snapshot is not None
+            and snapshot.fit_computed_at == fit_at
+            and time.monotonic() - snapshot.built_at < DETAILS_SECONDS
+        ):
+            same = snapshot.stamp == head["m"] and len(snapshot.fitted) + len(snapshot.unfitted) == head["n"]
+            fresh = snapshot if same and snapshot.stamp is not None else None
+            if fresh is None:
+                fresh = _patched(snapshot, environment_id, fit, head["n"])
+        if fresh is None:
+            fresh = _build(environment_id, fit)
+        _snapshots[environment_id] = fresh
+        return fresh.rows
 
 
 @dataclass(frozen=True)
@@ -157,7 +298,6 @@ class Intransitivity:
 def intransitivity(environment: Environment) -> Intransitivity:
     """Significant head-to-head cycles and the Nash population view of the stored fit (one query for
     the names; nothing fitted)."""
-    from core.models import Competitor
     from tournament_manager.intransitivity import CYCLIC_GAMES
 
     stored = stored_fit(environment.pk)

@@ -155,6 +155,10 @@ def _cache_key(environment_id: int) -> str:
     return f"tournament_manager:tie-fit:{environment_id}"
 
 
+def _stamp_key(environment_id: int) -> str:
+    return f"tournament_manager:tie-fit-stamp:{environment_id}"
+
+
 def _pending_key(environment_id: int) -> str:
     return f"tournament_manager:tie-fit-pending:{environment_id}"
 
@@ -187,10 +191,28 @@ def _read_file(environment_id: int) -> TieFit | None:
     return parsed
 
 
+#: environment id -> (the cached fit's ``computed_at``, the fit parsed from the cache).
+_cache_memo: dict[int, tuple[str, TieFit]] = {}
+
+
+def _cached_fit(environment_id: int) -> TieFit | None:
+    """The fit in the cache, parsed once per process per fit: a small stamp key tells whether the big
+    entry changed, so a page reading the fit costs one small cache read, not the fit's transfer and parse."""
+    stamp = cache.get(_stamp_key(environment_id))
+    memo = _cache_memo.get(environment_id)
+    if stamp is not None and memo is not None and memo[0] == stamp:
+        return memo[1]
+    cached = cache.get(_cache_key(environment_id))
+    if cached is None:
+        return None
+    parsed = TieFit.from_json(cached)
+    _cache_memo[environment_id] = (cached["computed_at"], parsed)
+    return parsed
+
+
 def stored_fit(environment_id: int) -> TieFit | None:
     """The latest stored fit of the environment, or None. No database query, no fitting."""
-    cached = cache.get(_cache_key(environment_id))
-    candidates = [TieFit.from_json(cached) if cached is not None else None, _read_file(environment_id)]
+    candidates = [_cached_fit(environment_id), _read_file(environment_id)]
     found = [f for f in candidates if f is not None]
     return max(found, key=lambda f: f.computed_at) if found else None
 
@@ -339,6 +361,7 @@ def store(environment_id: int, tie_fit: TieFit) -> None:
     """Store ``tie_fit`` (cache without expiry + file) and mark the environment's ratings as updated."""
     data = tie_fit.to_json()
     cache.set(_cache_key(environment_id), data, timeout=None)
+    cache.set(_stamp_key(environment_id), data["computed_at"], timeout=None)
     path = _file(environment_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")

@@ -119,6 +119,16 @@ def _count(counter: Counter[str], name: str) -> None:
         counter[name] += 1
 
 
+def count_build(name: str) -> None:
+    """Count one build of ``name`` (what the stampede tests read)."""
+    _count(builds, name)
+
+
+def count_wait(name: str) -> None:
+    """Count one request that found ``name`` being built and waited for it or served the previous one."""
+    _count(waits, name)
+
+
 def single_flight(name: str, key: str, build: Callable[[], Any], previous_key: str | None = None) -> Flight:
     """``cache[key]``, built by ``build()`` in one request at a time (``name`` labels the counters).
 

@@ -8,9 +8,9 @@ from tm_factories import play
 
 from core.actions.pair_records import rebuild_pair_records
 from core.models import Duel, PairRecord, Rating
-from tournament_manager import bradley_terry, settled, tasks, tie_fit
+from tournament_manager import bradley_terry, tasks, tie_fit
 from tournament_manager.actions import rate_pending_duels
-from tournament_manager.leaderboard import leaderboard
+from tournament_manager.leaderboard import build_leaderboard, leaderboard
 
 W1, W2, D, E1, E2, OE = (
     "PLAYER_1_WIN",
@@ -31,7 +31,6 @@ def no_fitting(monkeypatch):
     """A guard: any Bradley-Terry fit raises."""
     monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
     monkeypatch.setattr(bradley_terry, "fit", fitting_forbidden)
-    monkeypatch.setattr(settled, "fit_pair_counts", fitting_forbidden)
 
 
 @pytest.fixture
@@ -49,7 +48,7 @@ def ladder(hidden_env, make_competitor):
 def test_without_a_fit_every_competitor_has_its_own_rank_and_a_fit_is_requested(
     hidden_env, ladder, no_fitting, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(1):
+    with django_assert_max_num_queries(2):  # the version, then the rows
         rows = leaderboard(hidden_env)
     assert [r.rank for r in rows] == [1, 2, 3, 4]
     assert all(r.bt_strength is None for r in rows)
@@ -60,8 +59,8 @@ def test_the_background_fit_makes_the_tie_groups_the_leaderboard_shows(
     hidden_env, ladder, monkeypatch, django_assert_max_num_queries
 ):
     tie_fit.refresh(hidden_env.pk)
-    monkeypatch.setattr(settled, "fit_pair_counts", fitting_forbidden)
-    with django_assert_max_num_queries(1):
+    monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
+    with django_assert_max_num_queries(2):  # the version, then the rows
         rows = leaderboard(hidden_env)
     assert [r.competitor for r in rows][:2] == ["strong", "mid"]
     assert [r.bt_strength for r in rows] == sorted((r.bt_strength for r in rows), reverse=True)
@@ -120,7 +119,7 @@ def test_a_stale_fit_is_still_used_and_unseen_competitors_rank_alone(
     play(newcomer, ladder["twin"], [W2, W2, W2])
     rate_pending_duels(hidden_env.pk)
     assert tie_fit.is_stale(hidden_env.pk)
-    monkeypatch.setattr(settled, "fit_pair_counts", fitting_forbidden)
+    monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
     ranks = {r.competitor: r.rank for r in leaderboard(hidden_env)}
     assert ranks["weak"] == ranks["twin"]
     positions = {r.competitor: k for k, r in enumerate(leaderboard(hidden_env), start=1)}
@@ -224,3 +223,33 @@ def test_a_significant_cycle_is_shown_on_the_game_page_and_in_the_api(hidden_env
 def test_no_cycle_no_section(hidden_env, ladder, client):
     tie_fit.refresh(hidden_env.pk)
     assert 'data-testid="intransitivity"' not in client.get(f"/games/{hidden_env.slug}/").content.decode()
+
+
+def test_a_rating_round_is_reflected_by_reading_only_the_rows_it_changed(
+    hidden_env, ladder, make_competitor, monkeypatch, django_assert_max_num_queries
+):
+    """The process's snapshot takes the rows a rating round stamped; the others stay the same objects,
+    and the result is exactly what a build from scratch gives (a newcomer the fit has not seen included)."""
+    tie_fit.refresh(hidden_env.pk)
+    monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
+    before = {r.competitor_id: r for r in leaderboard(hidden_env)}
+    newcomer = make_competitor("newcomer")
+    play(ladder["mid"], newcomer, [W1, W1])
+    rate_pending_duels(hidden_env.pk)
+    with django_assert_max_num_queries(2):  # the version, then the changed rows
+        after = leaderboard(hidden_env)
+    assert after == build_leaderboard(hidden_env.pk)
+    changed = {r.competitor for r in after if before.get(r.competitor_id) is not r}
+    assert changed == {"mid", "newcomer"}
+    assert [r.competitor for r in after][-1] == "newcomer" and after[-1].rank == 5
+    with django_assert_max_num_queries(1):  # nothing changed: the version only
+        assert leaderboard(hidden_env) == after
+
+
+def test_a_new_fit_or_a_vanished_rating_rebuilds_the_snapshot(hidden_env, ladder, make_competitor):
+    leaderboard(hidden_env)
+    tie_fit.refresh(hidden_env.pk)  # a new fit: ranks and field scores change for every row
+    rows = leaderboard(hidden_env)
+    assert rows == build_leaderboard(hidden_env.pk) and all(r.field_score is not None for r in rows)
+    Rating.objects.filter(competitor=ladder["twin"]).delete()  # e.g. its competitor deleted
+    assert [r.competitor for r in leaderboard(hidden_env)] == ["strong", "mid", "weak"]

@@ -5,11 +5,12 @@
   was built from (a client paging through sees whether the ranking changed between its requests).
 - Caching: the version is one indexed query (the game's latest ``Rating.updated_at``, which every rating
   run and the tie fit raise; ``web.page_cache.game_version``). Each page's JSON bytes are cached per
-  (version, page, host); every page of a version is sliced from one cached, serialized ranking, so a
-  rating change costs one ``leaderboard()`` build. Entries live ``WEB_PAGE_CACHE_SECONDS``.
-- Stampedes: the ranking is rebuilt by one request at a time (``page_cache.single_flight``); concurrent
-  ones serve the previous version's rows (their own ``version`` and ``ETag``, ``max-age=1``, not cached
-  as the new version's page) or, on a cold cache, wait for the fresh rows.
+  (version, page, host); every page of a version is sliced from the process's serialized ranking, which a
+  rating change patches rather than rebuilds. Entries live ``WEB_PAGE_CACHE_SECONDS``.
+- Stampedes: in each process one request at a time reflects a new version (``serialized_rows``: only the
+  rows the ranking's snapshot changed are serialized again); concurrent ones serve the previous version's
+  rows (their own ``version`` and ``ETag``, ``max-age=1``, not cached as the new version's page) or, in a
+  process that has none yet, wait for the fresh rows.
 - HTTP: a strong ``ETag`` per (version, page); ``If-None-Match`` gets a 304 before any cache lookup;
   ``Cache-Control: public, max-age=WEB_PUBLIC_MAX_AGE`` (nginx's micro-cache keeps it that long).
 
@@ -19,6 +20,8 @@ the number of competitors and matches.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -34,7 +37,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.models import Environment
-from web import queries
+from tournament_manager.leaderboard import LeaderboardRow
+from web import page_cache, queries
 from web.api import serializers as s
 from web.api.renderers import RENDERERS
 from web.page_cache import (
@@ -44,7 +48,6 @@ from web.page_cache import (
     mark_public,
     mark_stale,
     page_cache_seconds,
-    single_flight,
 )
 
 DEFAULT_LIMIT = 100
@@ -155,20 +158,67 @@ def ratings_version(slug: str) -> tuple[int, str] | None:
     return None if found is None else (found[0], f"{found[0]}-{found[1] or 0}")
 
 
+@dataclass(frozen=True)
+class _Reflected:
+    """One process's serialized ranking of a game: the version, the rows, and each row's source."""
+
+    version: str
+    rows: list[dict]
+    #: competitor id -> (the ranking row a dict was serialized from, that dict).
+    by_competitor: dict[int, tuple[LeaderboardRow, dict]]
+
+
+_reflected: dict[int, _Reflected] = {}
+_reflect_lock = threading.Lock()
+
+
+def _reflect(environment_id: int, version: str, previous: _Reflected | None) -> _Reflected:
+    """Serialize the ranking of ``version``: the rows the snapshot did not change keep their dicts."""
+    ranked = queries.leaderboard(Environment(pk=environment_id))
+    before = previous.by_competitor if previous is not None else {}
+    kept: dict[int, dict] = {}
+    for row in ranked:
+        known = before.get(row.competitor_id)
+        if known is not None and known[0] is row:
+            kept[row.competitor_id] = known[1]
+    changed = [row for row in ranked if row.competitor_id not in kept]
+    # One serializer for all the changed rows: DRF builds its fields once per instance, not per row.
+    fresh = iter(s.LeaderboardEntrySerializer(changed, many=True).data)
+    by_competitor: dict[int, tuple[LeaderboardRow, dict]] = {}
+    rows = []
+    for row in ranked:
+        data = kept.get(row.competitor_id)
+        if data is None:
+            data = dict(next(fresh))
+        by_competitor[row.competitor_id] = (row, data)
+        rows.append(data)
+    return _Reflected(version, rows, by_competitor)
+
+
 def serialized_rows(environment_id: int, version: str) -> tuple[str, list[dict]]:
-    """``(version, rows)``: every ranked row of the game as JSON-ready dicts, built once per ratings
-    version by one request at a time; the previous version's while that build runs (if there is one)."""
+    """``(version, rows)``: every ranked row of the game as JSON-ready dicts, for ratings ``version``.
 
-    def build() -> tuple[str, list[dict]]:
-        ranked = queries.leaderboard(Environment.objects.get(pk=environment_id))
-        return version, [dict(r) for r in s.LeaderboardEntrySerializer(ranked, many=True).data]
-
-    return single_flight(
-        "leaderboard-rows",
-        f"web:leaderboard-rows:{version}",
-        build,
-        previous_key=f"web:leaderboard-rows-latest:{environment_id}",
-    ).value
+    Each process keeps the last ranking it serialized and reflects a new version by serializing only the
+    rows the ranking's snapshot changed (``tournament_manager.leaderboard``). One thread at a time does
+    it; the others serve the previous version meanwhile (or wait, when there is none).
+    """
+    current = _reflected.get(environment_id)
+    if current is not None and current.version == version:
+        return current.version, current.rows
+    if not _reflect_lock.acquire(blocking=False):
+        page_cache.count_wait("leaderboard-rows")
+        if current is not None:
+            return current.version, current.rows
+        _reflect_lock.acquire()
+    try:
+        current = _reflected.get(environment_id)
+        if current is None or current.version != version:
+            page_cache.count_build("leaderboard-rows")
+            current = _reflect(environment_id, version, current)
+            _reflected[environment_id] = current
+        return current.version, current.rows
+    finally:
+        _reflect_lock.release()
 
 
 class Leaderboard(APIView):
