@@ -1,5 +1,6 @@
-"""What refusing a hostile upload costs: the streaming directory scan (``builder.validate_zip``) against
-``zipfile.ZipFile`` opening the same archive (what validation did before), each in a fresh interpreter.
+"""What refusing a hostile upload costs: the streaming directory scan
+(``agent_uploads.zip_validation.validate_zip``) against ``zipfile.ZipFile`` opening the same archive (what
+validation did before), each in a fresh interpreter.
 
 Archives (written byte by byte by ``tests/docker/hostile_zips.py``): a 49 MiB zip with a million directory
 entries, the same with an end record hiding the count, and a path 1,500 folders deep. Per archive and way:
