@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter, so what earlier tests imported does not 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -60,3 +61,51 @@ def test_a_worker_registers_its_monitor_step_when_celery_starts_it():
         "print(json.dumps({'before': before, 'after': after}))\n"
     )
     assert steps["before"] == [] and steps["after"] == ["MonitorStep"]
+
+
+def _core_imports() -> dict[str, set[str]]:
+    """Module -> the ``core`` modules it imports anywhere in its body (deferred imports included), and the
+    packages whose ``__init__`` such an import runs."""
+    modules = {}
+    for path in (REPO / "core").rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets.add(node.module)
+                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+        edges = set()
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            while target and target != name and not name.startswith(target + "."):
+                edges.add(target)  # the module, then each package __init__ that importing it runs
+                target = target.rpartition(".")[0]
+        graph[name] = edges
+    return graph
+
+
+def test_core_has_no_import_cycle_not_even_through_deferred_imports():
+    graph = _core_imports()
+    cycles = []
+    for start in graph:  # a path from a module back to itself
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    cycles.append(" -> ".join([*path, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+        if cycles:
+            break
+    assert cycles == []
+    assert graph["core.celery"] == set()  # the app imports nothing of core (the worker wiring: core.worker)
