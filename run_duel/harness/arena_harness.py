@@ -42,6 +42,7 @@ import socket
 import sys
 import time
 import traceback
+from typing import Any
 
 MAX_TRACEBACK = 8000
 MAX_REPR = 200
@@ -295,7 +296,7 @@ class KaggleAdapter:
         (3, 3): {"rows": 3, "columns": 3, "inarow": 3},
     }
 
-    def __init__(self, agent: object) -> None:
+    def __init__(self, agent: Any) -> None:
         self.agent = agent
         code = getattr(agent, "__code__", None)
         self.nargs = getattr(code, "co_argcount", 2)  # Kaggle passes args[:co_argcount]
@@ -310,16 +311,16 @@ class KaggleAdapter:
             self.bank_at_start = float(msg.get("time_bank", 0.0))
         self.bank = float(msg.get("time_bank", self.bank))
 
-    def start(self, state: object, valid_actions: object) -> object:
+    def start(self, state: Any, valid_actions: Any) -> Any:
         return self._act(state)
 
-    def step(self, state: object, valid_actions: object, prev_reward: object) -> object:
+    def step(self, state: Any, valid_actions: Any, prev_reward: Any) -> Any:
         return self._act(state)
 
-    def end(self, state: object, prev_reward: object) -> None:
+    def end(self, state: Any, prev_reward: Any) -> None:
         return None
 
-    def _act(self, state: object) -> object:
+    def _act(self, state: Any) -> Any:
         shape = tuple(getattr(state, "shape", ()))
         config = self.CONFIGS.get(shape)
         if config is None:
@@ -368,13 +369,13 @@ class RlArenaBoard:
     def __init__(self) -> None:
         self.sign = 1  # 1 when this seat moved first in the current match
 
-    def new_match(self, cells: object) -> None:
+    def new_match(self, cells: Any) -> None:
         self.sign = 1 if int((cells != 0).sum()) % 2 == 0 else -1
 
-    def auto_action(self, cells: object, valid_actions: object) -> int | None:
+    def auto_action(self, cells: Any, valid_actions: Any) -> int | None:
         return None  # every decision of ours is one of theirs
 
-    def state(self, cells: object, *, final: bool = False) -> object:
+    def state(self, cells: Any, *, final: bool = False) -> Any:
         import numpy as np
 
         out = np.empty(cells.size + 1, dtype=np.float64)
@@ -385,13 +386,13 @@ class RlArenaBoard:
             out[-1] = float(self.sign)
         return out
 
-    def valid_actions(self, valid_actions: object) -> object:
+    def valid_actions(self, valid_actions: Any) -> Any:
         return valid_actions
 
-    def action(self, action: int, theirs: object) -> int:
+    def action(self, action: int, theirs: Any) -> int:
         return action
 
-    def moved(self, cells: object, action: int) -> None:
+    def moved(self, cells: Any, action: int) -> None:
         pass
 
 
@@ -418,13 +419,13 @@ class RlArenaQuarto:
         self.handed = -1  # the piece handed over last, in our labels
         self.pieces_after_mine = -1  # pieces on the board after this seat's last action
 
-    def new_match(self, cells: object) -> None:
+    def new_match(self, cells: Any) -> None:
         first = int(cells[16])
         self.mask = 0 if first < 0 else first ^ 15
         self.handed = first
         self.pieces_after_mine = -1
 
-    def auto_action(self, cells: object, valid_actions: object) -> int | None:
+    def auto_action(self, cells: Any, valid_actions: Any) -> int | None:
         if int(cells[16]) < 0:
             self.pieces_after_mine = 0
             self.handed = 15
@@ -435,7 +436,7 @@ class RlArenaQuarto:
             return int(valid_actions[0])  # the last piece: rl-arena places it without asking
         return None
 
-    def state(self, cells: object, *, final: bool = False) -> object:
+    def state(self, cells: Any, *, final: bool = False) -> Any:
         import numpy as np
 
         mask = self.mask
@@ -451,28 +452,32 @@ class RlArenaQuarto:
             out[16] = unused[0] if unused else -1
         return out
 
-    def valid_actions(self, valid_actions: object) -> object:
+    def valid_actions(self, valid_actions: Any) -> Any:
         import numpy as np
 
         mask = self.mask
         theirs = sorted(16 * (a // 17) + ((a % 17) ^ mask) for a in valid_actions.tolist())
         return np.asarray(theirs, dtype=np.int64)
 
-    def action(self, action: int, theirs: object) -> int:
+    def action(self, action: int, theirs: Any) -> int:
         if not 0 <= action < 256 or action not in theirs.tolist():
             return -1  # not one of its valid_actions: the referee refuses it
         return 17 * (action // 16) + ((action % 16) ^ self.mask)
 
-    def moved(self, cells: object, action: int) -> None:
+    def moved(self, cells: Any, action: int) -> None:
         self.pieces_after_mine = int((cells[:16] >= 0).sum()) + 1
         self.handed = action % 17
 
 
 #: The games rl-arena had, by our slug (theirs: tic-tac-toe, connect-four, quarto).
-RL_ARENA_GAMES = {"tic-tac-toe": RlArenaBoard, "connect-four": RlArenaBoard, "quarto": RlArenaQuarto}
+RL_ARENA_GAMES: dict[str, type[RlArenaBoard | RlArenaQuarto]] = {
+    "tic-tac-toe": RlArenaBoard,
+    "connect-four": RlArenaBoard,
+    "quarto": RlArenaQuarto,
+}
 
 
-def rl_arena_player(module: object, entry: str, game: str) -> RlArenaAdapter:
+def rl_arena_player(module: Any, entry: str, game: str) -> RlArenaAdapter:
     """Build an rl-arena agent's Player (``Player(False)``, as rl-arena did) wrapped for ``game``."""
     codec = RL_ARENA_GAMES.get(game)
     if codec is None:
@@ -492,20 +497,20 @@ class RlArenaAdapter:
     The agent's ``start`` is its first decision of a match, ``end`` comes only after a ``start`` (as in
     rl-arena, where a match that failed never called ``end``)."""
 
-    def __init__(self, player: object, codec: RlArenaBoard | RlArenaQuarto) -> None:
+    def __init__(self, player: Any, codec: RlArenaBoard | RlArenaQuarto) -> None:
         self.player = player
         self.codec = codec
         self.started = False  # the agent got its start() in this match
 
-    def start(self, state: object, valid_actions: object) -> object:
+    def start(self, state: Any, valid_actions: Any) -> Any:
         self.started = False
         self.codec.new_match(state.ravel())
         return self._act(state, valid_actions)
 
-    def step(self, state: object, valid_actions: object, prev_reward: object) -> object:
+    def step(self, state: Any, valid_actions: Any, prev_reward: Any) -> Any:
         return self._act(state, valid_actions)
 
-    def _act(self, state: object, valid_actions: object) -> object:
+    def _act(self, state: Any, valid_actions: Any) -> Any:
         cells = state.ravel()
         auto = self.codec.auto_action(cells, valid_actions)
         if auto is not None:
@@ -532,7 +537,7 @@ class RlArenaAdapter:
             self.codec.moved(cells, ours)
         return ours
 
-    def end(self, state: object, prev_reward: object) -> None:
+    def end(self, state: Any, prev_reward: Any) -> None:
         if not self.started:
             return None
         self.started = False
@@ -541,7 +546,7 @@ class RlArenaAdapter:
         return self.player.end(final, int(reward) if reward.is_integer() else reward)
 
 
-def serve(transport: Transport, player: object) -> int:
+def serve(transport: Transport, player: Any) -> int:
     """Answer the referee's messages until ``close`` or end of input. Returns the exit code."""
     import numpy as np
 
