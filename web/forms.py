@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any, BinaryIO, cast
+
 from django import forms
 from django.conf import settings
-from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 
@@ -12,10 +14,8 @@ from agent_uploads.python_check import first_error_in, first_syntax_error
 from agent_uploads.upload import read_upload
 from agent_uploads.zip_validation import DirectoryRefused, UnreadableUpload, ValidatedZip, ValidationError
 from core.actions.submissions import upload_limits
-from core.models import Competitor, Environment
+from core.models import Competitor, Environment, User
 from core.models.competitor import NAME_VALIDATOR
-
-User = get_user_model()
 
 #: The upload's ``agent_format`` choices (``run_duel.agent_formats.CHOICES``).
 AGENT_FORMAT_CHOICES = [
@@ -26,7 +26,7 @@ AGENT_FORMAT_CHOICES = [
 ]
 
 
-GITHUB_FIELD = {
+GITHUB_FIELD: dict[str, Any] = {
     "regex": r"^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$",
     "max_length": 39,
     "required": False,
@@ -63,9 +63,10 @@ class SignupForm(forms.Form):
             raise forms.ValidationError("An account with this e-mail address already exists.")
         return email
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         """Both passwords match and pass the configured validators."""
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         p1, p2 = data.get("password1"), data.get("password2")
         if p1 and p2 and p1 != p2:
             self.add_error("password2", "The two passwords differ.")
@@ -104,10 +105,17 @@ class ProfileForm(forms.Form):
     )
 
 
+class GameChoiceField(forms.ModelChoiceField):
+    """A game, shown by its name."""
+
+    def label_from_instance(self, obj: Environment) -> str:
+        return obj.name
+
+
 class UploadForm(forms.Form):
     """A zip holding ``player.py``: a new competitor, or a new revision of one of yours (same name)."""
 
-    environment = forms.ModelChoiceField(
+    environment = GameChoiceField(
         queryset=Environment.objects.filter(is_active=True).order_by("name"),
         to_field_name="slug",
         empty_label=None,
@@ -153,7 +161,6 @@ class UploadForm(forms.Form):
         )
         # upload.js refuses a larger file before sending it.
         self.fields["file"].widget.attrs["data-max-bytes"] = str(limit)
-        self.fields["environment"].label_from_instance = lambda env: env.name
 
     #: The upload read and validated by ``clean_file`` (``None``: refused further on, by the action).
     validated: ValidatedZip | None = None
@@ -176,16 +183,16 @@ def check_upload(upload: UploadedFile) -> ValidatedZip | None:
     ``core.actions.submit_revision`` (which then does not read it again), or ``None`` when the validator
     refuses it for its structure: the action says why, after the name and game, as it always did.
     """
-    cap = settings.SUBMISSION_MAX_BYTES
-    if upload.size > cap:
-        size_mb, cap_mb = upload.size / (1024 * 1024), cap // (1024 * 1024)
+    cap, size = settings.SUBMISSION_MAX_BYTES, upload.size or 0
+    if size > cap:
+        size_mb, cap_mb = size / (1024 * 1024), cap // (1024 * 1024)
         raise ValueError(f"The file is {size_mb:.0f} MB, larger than the {cap_mb} MB limit.")
     head = upload.read(4)
     upload.seek(0)
     if head[:2] != b"PK":
         raise ValueError("This is not a zip file (zip files start with 'PK').")
     try:  # the directory is streamed first: a hostile one is refused in bounded memory and time
-        validated = read_upload(upload, upload_limits())
+        validated = read_upload(cast(BinaryIO, upload), upload_limits())
     except (DirectoryRefused, UnreadableUpload) as exc:
         raise ValueError(f"This zip cannot be accepted: {exc}.") from None
     except ValidationError:

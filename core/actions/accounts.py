@@ -3,10 +3,9 @@ throttling: ``core.actions.login_throttle``)."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
-User = get_user_model()
+from core.models.user import User
 
 
 def register_user(
