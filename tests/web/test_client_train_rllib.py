@@ -1,93 +1,115 @@
 """The Ray RLlib example (example_players/train_rllib_connect_four) in quick mode against a live
-arena: its public agents fetched as the league, checkpoints submitted from the training callback through
-the client, their build and the competitor's rating reported back; the exported folder passes the arena's
-smoke test and plays its ONNX model."""
+arena: its public agents fetched as the league, checkpoints submitted from the training loop through the
+client; the exported folder passes the arena's smoke test and plays its ONNX model. The same script
+against a Ray cluster started with ``ray start --head`` (one env runner on it)."""
 
 from __future__ import annotations
 
-import importlib.util
-import io
-import json
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
 import sys
-import zipfile
+import tempfile
+from pathlib import Path
 
-import numpy as np
 import pytest
-from rl_arena_client import cli
-from rl_arena_client.api import load_config
 
-from core.management.commands.load_example_players import EXAMPLES_DIR
-from core.models import Revision
-from tests.web.factories import PASSWORD
 from tests.web.test_client_league import _publish
+from tests.web.training_lib import (
+    check_exported_agent,
+    checkpoint_revisions,
+    league_played,
+    login,
+    quick_args,
+    train_module,
+    wait_for,
+    zip_names,
+)
 
 pytest.importorskip("ray.rllib")
 pytest.importorskip("torch")
 
-EXAMPLE = EXAMPLES_DIR / "train_rllib_connect_four"
-
-
-def _train_module():
-    spec = importlib.util.spec_from_file_location("_test_rllib_train", EXAMPLE / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture
 def token(monkeypatch, tmp_path, live_server, alice, settings):
-    """Alice logged in with the client (its config in a temp folder); the token. The arena runs the Docker
-    sandbox, whose builder installs the checkpoints' onnxruntime (a local-sandbox arena refuses them)."""
+    """Alice logged in with the client. The arena runs the Docker sandbox, whose builder installs the
+    checkpoints' onnxruntime (a local-sandbox arena refuses them)."""
     settings.SANDBOX = "docker"
-    monkeypatch.setenv("RL_ARENA_CONFIG", str(tmp_path / "config.json"))
-    monkeypatch.setenv("RL_ARENA_PASSWORD", PASSWORD)
-    code = cli.main(["--server", live_server.url, "login", "--email", "alice@example.com"], out=io.StringIO())
-    assert code == 0
-    return load_config()["token"]
+    return login(live_server.url, monkeypatch, tmp_path)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_quick_rllib_training_against_the_league_submits_checkpoints(
-    live_server, data_dir, env, alice, bob, token, monkeypatch, tmp_path
+    live_server, data_dir, env, alice, bob, token, tmp_path
 ):
     _publish(bob, env, "mini", "minimax", data_dir)
     _publish(bob, env, "rand", "random", data_dir)
-    monkeypatch.setenv("RL_ARENA_TOKEN", token)
-    train = _train_module()
-    out = tmp_path / "out"
-    args = train.parse_args(
-        [
-            *("--quick", "--server", live_server.url, "--cache", str(tmp_path / "cache"), "--out", str(out)),
-            *("--submit-every", "200", "--name", "rllib-bot", "--minimax-depth", "0", "--poll", "0"),
-        ]
-    )
+    train = train_module("train_rllib_connect_four")
+    args = quick_args(train, live_server.url, tmp_path, "--submit-every", "200", "--name", "rllib-bot")
     report = train.train(args)
 
-    # it played the arena's agents, fetched and run in the local sandbox
-    assert set(report["league"]) >= {"mini", "rand"}
-    assert sum(r["games"] for name, r in report["league"].items() if name in ("mini", "rand")) > 0
+    assert league_played(report, {"mini", "rand"})  # fetched, run in the local sandbox
     assert report["steps"] >= 400
     # a checkpoint submitted after each iteration that crossed 200 more steps, each a complete agent folder
-    revisions = Revision.objects.filter(competitor__name="rllib-bot", competitor__owner=alice).order_by(
-        "version"
-    )
     steps = [cp["step"] for cp in report["checkpoints"]]
     assert len(steps) == 2 and 200 <= steps[0] < 400 <= steps[1]
-    assert [r.id for r in revisions] == [cp["revision_id"] for cp in report["checkpoints"]]
-    with zipfile.ZipFile(data_dir / revisions.last().zip_path) as zf:
-        assert {"player.py", "requirements.txt", "model.onnx", "model.npz"} <= set(zf.namelist())
-    assert json.loads((out / "training.json").read_text())["steps"] == report["steps"]
+    revisions = checkpoint_revisions(report, alice, "rllib-bot")
+    assert {"player.py", "requirements.txt", "model.onnx", "model.npz"} <= zip_names(data_dir, revisions[-1])
+    check_exported_agent(tmp_path / "out", report)
 
-    # the exported folder is an agent the arena accepts: its smoke test, ONNX and numpy agreeing
-    assert cli.main(["check", "--env", "connect-four", str(out), "--no-bwrap"], out=io.StringIO()) == 0
-    sys.path.insert(0, str(out))
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process left in session ``sid`` (the Ray head this test started, and its workers)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # after the name: state, ppid, pgrp, session
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A one-node Ray cluster started as a user starts one (``ray start --head``); its address."""
+    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # Ray's socket paths must stay short
+    log = tmp_path / "ray-head.log"
+    ray = Path(sys.executable).with_name("ray")
+    cmd = [str(ray), "start", "--head", "--port", "0", "--num-cpus", "2", "--include-dashboard", "false"]
+    cmd += ["--disable-usage-stats", "--temp-dir", str(temp), "--block"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        player = importlib.import_module("player")
-        onnx_policy, numpy_policy = player.load_policy(str(out)), player.NumpyPolicy(str(out / "model.npz"))
+        found = wait_for(
+            lambda: re.search(r"ray start --address='([^']+)'", log.read_text()) or proc.poll() is not None,
+            180,
+            "the Ray head to start",
+        )
+        if proc.poll() is not None:
+            pytest.fail("ray start --head exited:\n" + log.read_text()[-3000:])
+        yield found.group(1)
     finally:
-        sys.path.remove(str(out))
-        sys.modules.pop("player", None)
-    assert type(onnx_policy).__name__ == "OnnxPolicy"
-    x = (np.random.default_rng(0).random((32, 6, 7, 2)) > 0.6).astype(np.float32)
-    assert np.abs(onnx_policy.logits(x) - numpy_policy.logits(x)).max() < 1e-4
+        _kill_session(proc.pid)
+        proc.wait(timeout=30)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_script_samples_on_a_ray_cluster(
+    live_server, data_dir, env, bob, ray_head, monkeypatch, tmp_path
+):
+    _publish(bob, env, "rand", "random", data_dir)
+    monkeypatch.setenv("RAY_ADDRESS", ray_head)  # as docs/TRAINING.md says; --address works the same
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # ray start turns token authentication on
+    train = train_module("train_rllib_connect_four")
+    report = train.train(quick_args(train, live_server.url, tmp_path, "--env-runners", "1"))
+
+    assert f"Ray cluster at {ray_head}: 2 CPUs" in report["log"]
+    assert report["env_runners"] == 1 and report["steps"] >= 400
+    # the episodes were played by the env runner on the cluster, against the league it fetched itself
+    assert league_played(report, {"rand"})
+    assert (tmp_path / "out" / "model.onnx").is_file()
