@@ -14,6 +14,7 @@
  *   seat         0 | 1: the seat the viewer plays (live play). Card games draw what that seat may see (the
  *                state is already redacted by the server); on a simultaneous turn (Goofspiel) the moves
  *                offered are that seat's, and Leduc Hold'em offers its buttons on that seat's turn only
+ *   compact      true: a picture only (game cards), without the words a renderer may add below it
  *
  * This file only adds RLArenaRender(container, slug, state, options), which falls back to a JSON dump
  * when no renderer is registered for the slug or the renderer throws.

@@ -81,7 +81,22 @@
       this.agentError.textContent = d.error_detail;
       this.agentError.hidden = false;
     }
-    if (d.status === "FINISHED") this.showReplay();
+    if (d.status === "FINISHED") {
+      this.showReplay();
+      this.offerAnotherGame();
+    }
+  };
+
+  // Once the game is over: "Play again" (the page's form, shown to the person who played) replaces "End".
+  Play.prototype.offerAnotherGame = function () {
+    var again = document.querySelector("[data-testid=play-again-form]");
+    var end = document.querySelector("[data-testid=play-end-form]");
+    if (end) end.hidden = true;
+    if (again && again.hidden) {
+      var hadFocus = end && end.contains(document.activeElement);
+      again.hidden = false;
+      if (hadFocus) again.querySelector("button").focus();  // a keyboard player is not sent to the top
+    }
   };
 
   // A drawing with moves to choose is a group of buttons, not a picture: role "img" would hide them
