@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Hashable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,6 +34,7 @@ from core.models import (
 )
 from tournament_manager import tie_fit
 from tournament_manager.editions import DuelOutcome, round_robin_pairs, standings
+from tournament_manager.ids import Id
 from tournament_manager.ladder import DuelRecord, RatingState, apply_duel
 from tournament_manager.ladder_pool import (  # noqa: F401 - re-exported: callers import them from here
     DEFAULT_DUEL_COST,
@@ -143,12 +143,12 @@ def _apply_and_store(
     states: dict,
     rater: Rater,
     stamp: datetime,
-    rows: dict[Hashable, Rating] | None = None,
+    rows: dict[Id, Rating] | None = None,
 ) -> None:
     """Apply ``records`` in order on ``states``; write Ratings (``updated_at``: the round's ``stamp``) and
     one RatingHistory per (rating, duel). ``rows``: the competitors' Rating rows when the caller already
     loaded them (else one query)."""
-    snapshots: list[tuple[Hashable, Hashable, Skill]] = []
+    snapshots: list[tuple[Id, Id, Skill]] = []
     for record in records:
         if apply_duel(states, record, rater):
             for c in (record.competitor_1, record.competitor_2):
@@ -240,7 +240,7 @@ def recompute_ratings(environment_id: int) -> int:
             duels=0,
             last_played_at=None,
         )
-        states: dict[Hashable, RatingState] = {}
+        states: dict[Id, RatingState] = {}
         stamp = _next_stamp(environment_id)
         _apply_and_store(environment_id, _records(rated + pending), states, rater, stamp)
         if pending:

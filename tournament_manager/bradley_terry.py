@@ -37,7 +37,7 @@ tying the whole board.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +45,8 @@ import scipy.linalg
 import scipy.sparse
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 from threadpoolctl import threadpool_limits
+
+from tournament_manager.ids import Id
 
 #: Above this many (replicate x non-empty cell) units the bootstrap is replaced by its closed-form limit.
 MAX_BOOTSTRAP_CELLS = 5_000_000
@@ -532,17 +534,15 @@ def pair_weights(table: np.ndarray, cap: float | None = None) -> np.ndarray:
     return games.mean() / games
 
 
-def rank_with_ties(
-    order: Sequence[Hashable], intervals: Mapping[Hashable, tuple[float, float]]
-) -> dict[Hashable, int]:
+def rank_with_ties(order: Sequence[Id], intervals: Mapping[Id, tuple[float, float]]) -> dict[Id, int]:
     """Ranks for ``order`` (best first) where statistically indistinguishable neighbours share a rank.
 
     A competitor joins the current tie group when its interval overlaps the interval of the group's
     leader (the group's first member); it then gets the leader's rank. Otherwise, and always when it
     or the leader has no interval, it leads a new group ranked by its 1-based position.
     """
-    ranks: dict[Hashable, int] = {}
-    leader: Hashable | None = None
+    ranks: dict[Id, int] = {}
+    leader: Id | None = None
     for pos, cid in enumerate(order, start=1):
         mine = intervals.get(cid)
         lead = intervals.get(leader) if leader is not None else None

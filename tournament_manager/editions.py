@@ -8,14 +8,16 @@ next rank skips (1, 2, 2, 4).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from tournament_manager.ids import Id
 
 WIN_POINTS = 2
 DRAW_POINTS = 1
 
 
-def round_robin_rounds(participants: Sequence[Hashable]) -> list[list[tuple[Hashable, Hashable]]]:
+def round_robin_rounds(participants: Sequence[Id]) -> list[list[tuple[Id, Id]]]:
     """Rounds of disjoint pairs covering every pair once (the circle method; a bye when the count is odd).
 
     Within a pair, the participant listed first alternates between rounds so nobody is always first.
@@ -30,7 +32,7 @@ def round_robin_rounds(participants: Sequence[Hashable]) -> list[list[tuple[Hash
         ids.append(bye)
     n = len(ids)
     fixed, rotating = ids[0], ids[1:]
-    rounds: list[list[tuple[Hashable, Hashable]]] = []
+    rounds: list[list[tuple[Id, Id]]] = []
     for r in range(n - 1):
         line = [fixed, *rotating]
         rnd = []
@@ -44,7 +46,7 @@ def round_robin_rounds(participants: Sequence[Hashable]) -> list[list[tuple[Hash
     return rounds
 
 
-def round_robin_pairs(participants: Sequence[Hashable]) -> list[tuple[Hashable, Hashable]]:
+def round_robin_pairs(participants: Sequence[Id]) -> list[tuple[Id, Id]]:
     """Every unordered pair of ``participants`` exactly once, in round order."""
     return [pair for rnd in round_robin_rounds(participants) for pair in rnd]
 
@@ -53,8 +55,8 @@ def round_robin_pairs(participants: Sequence[Hashable]) -> list[tuple[Hashable, 
 class DuelOutcome:
     """One finished duel of an edition: ``outcome`` 1.0 ``a`` won, 0.5 draw, 0.0 ``b`` won, ``None`` error."""
 
-    a: Hashable
-    b: Hashable
+    a: Id
+    b: Id
     outcome: float | None
     score_a: float = 0.0
     score_b: float = 0.0
@@ -64,7 +66,7 @@ class DuelOutcome:
 class Standing:
     """One line of an edition's table."""
 
-    id: Hashable
+    id: Id
     rank: int = 0
     points: int = 0
     wins: int = 0
@@ -73,10 +75,10 @@ class Standing:
     errors: int = 0
     score: float = 0.0
     played: int = 0
-    opponents: list[Hashable] = field(default_factory=list, repr=False)
+    opponents: list[Id] = field(default_factory=list, repr=False)
 
 
-def standings(participants: Iterable[Hashable], duels: Iterable[DuelOutcome]) -> list[Standing]:
+def standings(participants: Iterable[Id], duels: Iterable[DuelOutcome]) -> list[Standing]:
     """The table of an edition: ranked by points, then wins, then total score; equal lines share a rank.
 
     A duel that ended in error (``outcome`` None) counts as played with no points for either side. Lines

@@ -11,8 +11,10 @@ the last round first (by rating), then those cut later before those cut earlier 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from tournament_manager.ids import Id
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class FinalsRules:
 class FinalistLine:
     """What ordering a finalist needs: its id, ladder seed, finals rating and the round it was cut in."""
 
-    id: Hashable
+    id: Id
     seed: int
     mu: float
     sigma: float

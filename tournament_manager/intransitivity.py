@@ -17,10 +17,12 @@ Both read the pair table the leaderboard's fit reads (each pair's losses, draws 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from tournament_manager.ids import Id
 
 #: Two-sided 95 % standard normal quantile.
 Z_95 = 1.959963984540054
@@ -32,9 +34,9 @@ CYCLIC_GAMES = frozenset({"goofspiel", "leduc-holdem"})
 class Cycle:
     """``a`` beats ``b`` beats ``c`` beats ``a``; the head-to-head scores of the three edges."""
 
-    a: Hashable
-    b: Hashable
-    c: Hashable
+    a: Id
+    b: Id
+    c: Id
     ab: float
     bc: float
     ca: float
@@ -52,7 +54,7 @@ def head_to_head(pairs: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def significant_cycles(
-    ids: Sequence[Hashable], pairs: np.ndarray, table: np.ndarray, limit: int = 20, min_games: int = 4
+    ids: Sequence[Id], pairs: np.ndarray, table: np.ndarray, limit: int = 20, min_games: int = 4
 ) -> list[Cycle]:
     """Up to ``limit`` triples ``a > b > c > a`` whose three head-to-head results are each significant
     (see the module docstring), strongest weakest-edge first; pairs with fewer than ``min_games`` results
@@ -89,9 +91,7 @@ def significant_cycles(
     return [c for _, c in found[:limit]]
 
 
-def nash_population(
-    ids: Sequence[Hashable], pairs: np.ndarray, table: np.ndarray
-) -> dict[Hashable, tuple[float, float]]:
+def nash_population(ids: Sequence[Id], pairs: np.ndarray, table: np.ndarray) -> dict[Id, tuple[float, float]]:
     """id -> (mass in a Nash equilibrium of the head-to-head game, expected payoff against it)."""
     n = len(ids)
     if n == 0:

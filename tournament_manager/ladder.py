@@ -10,10 +10,11 @@ keeps the mean). ``matches = wins + draws + losses + errors``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tournament_manager.ids import Id
 from tournament_manager.rating import Rater, Skill
 
 #: Rated outcome for player 1 and who is charged an error (1 or 2), per match result.
@@ -39,18 +40,18 @@ class RatingState:
     errors: int = 0
     duels: int = 0
     last_played_at: datetime | None = None
-    revision: Hashable | None = None
+    revision: Id | None = None
 
 
 @dataclass(frozen=True)
 class DuelRecord:
     """What the rating needs to know about one finished duel."""
 
-    duel_id: Hashable
-    competitor_1: Hashable
-    revision_1: Hashable
-    competitor_2: Hashable
-    revision_2: Hashable
+    duel_id: Id
+    competitor_1: Id
+    revision_1: Id
+    competitor_2: Id
+    revision_2: Id
     finished_at: datetime | None
     match_results: Sequence[str] = field(default_factory=tuple)
 
@@ -67,7 +68,7 @@ def _count(state: RatingState, outcome: float, charged: bool) -> None:
         state.losses += 1
 
 
-def apply_duel(states: dict[Hashable, RatingState], duel: DuelRecord, rater: Rater) -> bool:
+def apply_duel(states: dict[Id, RatingState], duel: DuelRecord, rater: Rater) -> bool:
     """Apply ``duel`` to ``states`` (created at the initial skill when missing). Returns whether it counted.
 
     A duel between two revisions of the same competitor (a challenge) changes nothing and returns False.

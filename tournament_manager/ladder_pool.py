@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from core.models import Competitor, Duel, Environment, Rating, RatingHistory, Revision
 from tournament_manager.duel_plan import DuelCost, even_lengths
+from tournament_manager.ids import Id
 from tournament_manager.ladder import RatingState
 from tournament_manager.matchmaking import Candidate, MatchmakingPolicy
 from tournament_manager.rating import Rater, Skill, get_rater
@@ -58,7 +59,7 @@ def get_environment_rater() -> Rater:
     return get_rater(getattr(settings, "TM_RATER", "trueskill"), **getattr(settings, "TM_RATER_PARAMS", {}))
 
 
-def load_states(environment_id: int, competitor_ids: Iterable[Hashable]) -> dict[Hashable, Rating]:
+def load_states(environment_id: int, competitor_ids: Iterable[Id]) -> dict[Id, Rating]:
     """Existing Rating rows of these competitors, annotated with the revision their rating last saw."""
     latest = RatingHistory.objects.filter(rating=OuterRef("pk"), duel__isnull=False).order_by("-id")
     rows = Rating.objects.filter(
@@ -231,7 +232,7 @@ def _pool_ids(
     policy: MatchmakingPolicy,
     batch: int,
     busy: dict[int, int],
-    to_play: Iterable[tuple[Hashable, Hashable]],
+    to_play: Iterable[tuple[Id, Id]],
     rng: random.Random,
     now: datetime,
 ) -> list[int] | None:
@@ -272,7 +273,7 @@ def ladder_candidates(
     policy: MatchmakingPolicy | None = None,
     *,
     batch: int = 0,
-    to_play: Iterable[tuple[Hashable, Hashable]] = (),
+    to_play: Iterable[tuple[Id, Id]] = (),
     rng: random.Random | None = None,
 ) -> list[tuple[Candidate, int]]:
     """The round's candidates as (Candidate, current revision id): every playable competitor of a small

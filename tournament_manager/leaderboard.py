@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -35,6 +34,7 @@ from django.db.models import Count, Max
 
 from core.models import Competitor, Environment, Rating
 from core.models.user import default_public_name
+from tournament_manager.ids import Id
 from tournament_manager.settled import rank_by_fit
 from tournament_manager.tie_fit import TieFit, request_refresh, stored_fit
 
@@ -80,7 +80,7 @@ def provisional_threshold() -> float:
     return float(getattr(settings, "TM_PROVISIONAL_SIGMA", PROVISIONAL_SIGMA))
 
 
-def bradley_terry_intervals(environment_id: int) -> dict[Hashable, tuple[float, float, float]]:
+def bradley_terry_intervals(environment_id: int) -> dict[Id, tuple[float, float, float]]:
     """competitor id -> (strength, lower, upper) from the stored background fit; {} when there is none yet."""
     stored = stored_fit(environment_id)
     return dict(stored.intervals) if stored is not None else {}

@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tournament_manager.duel_plan import DuelCost, best_length
+from tournament_manager.ids import Id
 from tournament_manager.rating import Rater, Skill
 
 
@@ -52,7 +53,7 @@ from tournament_manager.rating import Rater, Skill
 class Candidate:
     """A competitor as matchmaking sees it."""
 
-    id: Hashable
+    id: Id
     skill: Skill
     matches: int
     last_played_at: datetime | None
@@ -62,15 +63,15 @@ class Candidate:
     duels_today: int = 0
     #: What it runs (its revision's zip hash): two competitors running the same code are never paired,
     #: their duels teach nothing (two unchanged starter kits drew 14 duels in a row). ``None``: unknown.
-    code: Hashable | None = None
+    code: Id | None = None
 
 
 @dataclass(frozen=True)
 class PlannedDuel:
     """A pair to schedule and its length (``None``: the game's ``matches_per_duel``)."""
 
-    a: Hashable
-    b: Hashable
+    a: Id
+    b: Id
     matches: int | None = None
 
 
@@ -152,8 +153,8 @@ def choose_pairs(
     rng: random.Random,
     now: datetime,
     policy: MatchmakingPolicy = DEFAULT_POLICY,
-    settled: Callable[[Hashable, Hashable], bool] | None = None,
-) -> list[tuple[Hashable, Hashable]]:
+    settled: Callable[[Id, Id], bool] | None = None,
+) -> list[tuple[Id, Id]]:
     """Up to ``batch_size`` disjoint pairs ``(id_a, id_b)`` to schedule next (see the module docstring)."""
     return [(d.a, d.b) for d in plan_duels(candidates, batch_size, rater, rng, now, policy, settled)]
 
@@ -165,8 +166,8 @@ def plan_duels(
     rng: random.Random,
     now: datetime,
     policy: MatchmakingPolicy = DEFAULT_POLICY,
-    settled: Callable[[Hashable, Hashable], bool] | None = None,
-    to_play: Iterable[tuple[Hashable, Hashable]] = (),
+    settled: Callable[[Id, Id], bool] | None = None,
+    to_play: Iterable[tuple[Id, Id]] = (),
 ) -> list[PlannedDuel]:
     """Up to ``batch_size`` disjoint duels to schedule next, with their lengths (module docstring).
 
@@ -182,7 +183,7 @@ def plan_duels(
     ids = [c.id for c in candidates]
     if len(set(ids)) != len(ids):
         raise ValueError("candidate ids must be unique")
-    pool: dict[Hashable, Candidate] = {
+    pool: dict[Id, Candidate] = {
         c.id: c
         for c in sorted(candidates, key=_sort_key)
         if not c.paused and c.in_flight < policy.max_in_flight
