@@ -54,7 +54,8 @@ def make_sandbox(name: str):
         from run_duel.sandbox.local import LocalSandbox
 
         return LocalSandbox(use_bwrap=True), str(RANDOM)
-    from run_duel.sandbox.docker import DockerSandbox, resolve_docker_agent
+    from builder.cli_images import resolve_docker_agent
+    from run_duel.sandbox.docker import DockerSandbox
     from run_duel.sandbox.docker_warm import ReusePolicy
 
     runtime = tempfile.mkdtemp(prefix="bench-data-")

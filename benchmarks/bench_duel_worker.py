@@ -133,7 +133,7 @@ def start_worker(env: dict[str, str], reuse: bool, name: str) -> subprocess.Pope
 
 def stop_worker(worker: subprocess.Popen[bytes]) -> None:
     """Warm shutdown (its processes remove their warm containers), then the reaper for anything left."""
-    from run_duel.sandbox.docker import reap_orphans
+    from run_duel.sandbox.orphans import reap_orphans
 
     group = os.getpgid(worker.pid)
     worker.send_signal(signal.SIGTERM)  # the main process: it lets running tasks finish

@@ -60,7 +60,7 @@ def make_sandbox(name: str):
 
 def agent_ref(sandbox_name: str, folder: Path) -> str:
     if sandbox_name == "docker":
-        from run_duel.sandbox.docker import resolve_docker_agent
+        from builder.cli_images import resolve_docker_agent
 
         return resolve_docker_agent(str(folder))
     return str(folder)
@@ -188,7 +188,7 @@ def fairness(matches: int, niceness: int, spinner_only: bool = False) -> None:
         for label, opponent, pinned, freezing in rows:
             saved = AgentProcess.freeze
             if not freezing:
-                from run_duel.sandbox.docker import DockerAgentProcess
+                from run_duel.sandbox.docker_process import DockerAgentProcess
 
                 saved = DockerAgentProcess.freeze
                 DockerAgentProcess.freeze = lambda self: False  # type: ignore[method-assign]

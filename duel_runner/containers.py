@@ -2,7 +2,7 @@
 
 - **Orphans**, in a thread of their own in each worker's main process (every ``REAPER_INTERVAL_SECONDS``):
   containers whose referee died (a killed worker process or machine, the engine down when they were
-  killed) are thawed and removed by ``run_duel.sandbox.orphans.reap_orphans``, in bounded rounds. The
+  killed) are thawed and removed by ``run_duel.api.reap_orphans``, in bounded rounds. The
   reaper of the control plane never waits for them, and each host sweeps its own engine.
 - **A graceful stop** leaves nothing behind: each pool process closes its warm containers as it exits
   (``worker_process_shutdown``; a pool process ends with ``os._exit``, which skips ``atexit``), and the
@@ -31,7 +31,7 @@ def _runs_agents() -> bool:
 def sweep() -> int:
     """One bounded round of orphan removal on this host's engine; returns how many were removed."""
     try:
-        from run_duel.sandbox.orphans import reap_orphans
+        from run_duel.api import reap_orphans
 
         return len(reap_orphans(settings.ORPHAN_CONTAINER_MAX_AGE_SECONDS))
     except Exception:  # the engine may be restarting; try again next round
@@ -74,7 +74,7 @@ def _start_sweeping(**_: Any) -> None:
 @worker_process_shutdown.connect
 def _close_warm_containers(**_: Any) -> None:
     if _runs_agents():
-        from run_duel.sandbox.docker import close_warm_pools
+        from run_duel.api import close_warm_pools
 
         close_warm_pools()
 

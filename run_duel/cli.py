@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -51,27 +52,28 @@ def _extract_zip(path: Path) -> Path:
     return found[0].parent
 
 
-def resolve_agent(ref: str, sandbox_name: str) -> str:
+#: Builds a folder or zip into an image for the Docker sandbox (``builder.cli_images.resolve_docker_agent``,
+#: passed by ``python -m builder.cli_images``: the referee sits below the builder and never imports it).
+ImageForPath = Callable[[str], str]
+
+
+def resolve_agent(ref: str, sandbox_name: str, image_for_path: ImageForPath | None = None) -> str:
     """Turn a command-line agent reference into ``LaunchSpec.agent`` for ``sandbox_name``.
 
     ``local``: a folder holding ``player.py`` (or a Kaggle ``main.py``) or a zip of one. ``docker``: an
-    image name, or a folder/zip that ``run_duel.sandbox.docker.image_for_path`` builds into an image first.
+    image name, or (with ``image_for_path``) a folder/zip that it builds into an image first.
     """
     path = Path(ref)
     if sandbox_name == "docker":
         if not path.exists():
             return ref  # an image name
-        try:
-            from run_duel.sandbox import docker as docker_sandbox
-        except ImportError as exc:
-            raise SandboxError(f"the docker sandbox is not available: {exc}") from exc
-        hook = getattr(docker_sandbox, "image_for_path", None)
-        if hook is None:
+        if image_for_path is None:
             raise UsageError(
-                f"{ref}: building images from a folder or zip is not available; pass an image name"
+                f"{ref}: with --sandbox docker give an image name; to build folders and zips into images "
+                "first, run `python -m builder.cli_images` with the same arguments"
             )
         try:
-            return str(hook(str(path)))
+            return str(image_for_path(str(path)))
         except Exception as exc:  # the builder's errors vary; the CLI reports them in one line
             raise SandboxError(f"could not build an image from {ref}: {exc}") from exc
     if path.is_file() and zipfile.is_zipfile(path):
@@ -88,13 +90,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m run_duel", description="Play a duel between two agents and print the duel JSON."
-    )
+def _parser(prog: str = "python -m run_duel") -> argparse.ArgumentParser:
+    parser = _Parser(prog=prog, description="Play a duel between two agents and print the duel JSON.")
     parser.add_argument("--env", required=True, help=f"game slug ({', '.join(all_slugs())})")
-    parser.add_argument("--player-1", required=True, help="agent folder/zip (local) or image (docker)")
-    parser.add_argument("--player-2", required=True, help="agent folder/zip (local) or image (docker)")
+    parser.add_argument("--player-1", required=True, help="agent folder/zip (local) or image name (docker)")
+    parser.add_argument("--player-2", required=True, help="agent folder/zip (local) or image name (docker)")
     parser.add_argument(
         "--matches", type=int, help="number of matches (default: the game's matches_per_duel)"
     )
@@ -153,7 +153,9 @@ class _Progress:
         self.stream.flush()
 
 
-def _check(args: argparse.Namespace) -> tuple[LaunchSpec, LaunchSpec]:
+def _check(
+    args: argparse.Namespace, image_for_path: ImageForPath | None = None
+) -> tuple[LaunchSpec, LaunchSpec]:
     try:
         get_info(args.env)
     except UnknownGameError as exc:
@@ -187,7 +189,7 @@ def _check(args: argparse.Namespace) -> tuple[LaunchSpec, LaunchSpec]:
             raise UsageError(f"--format-{n}: {exc}") from exc
         specs.append(
             LaunchSpec(
-                agent=resolve_agent(ref, args.sandbox),
+                agent=resolve_agent(ref, args.sandbox, image_for_path),
                 agent_format=agent_format,
                 env=env,
                 labels={"seat": str(n)},
@@ -212,11 +214,17 @@ def _store_data(args: argparse.Namespace, specs: tuple[LaunchSpec, LaunchSpec]) 
             print(f"run_duel: --data-{n}: {spec.data.problem}", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 the duel could not run, 2 bad arguments)."""
+def main(
+    argv: list[str] | None = None,
+    *,
+    image_for_path: ImageForPath | None = None,
+    prog: str = "python -m run_duel",
+) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 the duel could not run, 2 bad arguments).
+    ``image_for_path`` lets ``--sandbox docker`` take folders and zips (``builder.cli_images``)."""
     try:
-        args = _parser().parse_args(argv)
-        spec_1, spec_2 = _check(args)
+        args = _parser(prog).parse_args(argv)
+        spec_1, spec_2 = _check(args, image_for_path)
         options = {"use_bwrap": False} if args.sandbox == "local" and args.no_bwrap else {}
         sandbox = get_sandbox(args.sandbox, **options)
     except UsageError as exc:

@@ -140,7 +140,7 @@ def _registry_problem() -> str | None:
 
 def _local_problem() -> str | None:
     """The interpreter agents run with is there, and bubblewrap too unless running unisolated is allowed."""
-    from run_duel.sandbox.local import ALLOW_UNISOLATED_ENV, bwrap_path, unisolated_allowed
+    from run_duel.sandbox.local_bwrap import ALLOW_UNISOLATED_ENV, bwrap_path, unisolated_allowed
 
     python = sys.executable
     if not python or not os.access(python, os.X_OK):

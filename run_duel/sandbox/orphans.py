@@ -20,6 +20,16 @@ from pathlib import Path
 
 from run_duel.sandbox import cgroups
 from run_duel.sandbox.docker_client import get_client
+from run_duel.sandbox.docker_config import (
+    HOSTNAME,
+    LABEL,
+    LABEL_VALUE,
+    RUNTIME_PREFIX,
+    SOCKET_DIR_IN_CONTAINER,
+    proc_start_time,
+    runtime_base,
+)
+from run_duel.sandbox.docker_engine import remove_container
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +71,15 @@ def reap_orphans(max_age_s: float = 6 * 3600, *, budget_s: float = ROUND_BUDGET_
     (thawed first); also delete socket folders of dead owners. Returns the ids of the containers really
     removed: one the engine would not remove is logged and left for the next round, as is everything once
     ``budget_s`` is spent."""
-    from run_duel.sandbox import docker as sandbox  # the sandbox's labels and helpers
-
     removed: list[str] = []
     now = time.time()
     deadline = time.monotonic() + budget_s
-    base = sandbox._runtime_base(None)
-    containers = get_client().api.containers(
-        all=True, filters={"label": f"{sandbox.LABEL}={sandbox.LABEL_VALUE}"}
-    )
+    base = runtime_base(None)
+    containers = get_client().api.containers(all=True, filters={"label": f"{LABEL}={LABEL_VALUE}"})
     for summary in containers:
         labels = summary.get("Labels") or {}
         age = now - float(summary.get("Created") or now)
-        if _owned(labels, summary, base, age, max_age_s, sandbox):
+        if _owned(labels, summary, base, age, max_age_s):
             continue
         if time.monotonic() >= deadline:
             log.warning(
@@ -85,13 +91,13 @@ def reap_orphans(max_age_s: float = 6 * 3600, *, budget_s: float = ROUND_BUDGET_
             log.warning(
                 "orphan container %s was frozen (its referee died mid-duel): thawed", container_id[:12]
             )
-        if sandbox._remove_container(container_id, patience=REMOVE_PATIENCE_S):
+        if remove_container(container_id, patience=REMOVE_PATIENCE_S):
             removed.append(container_id)
         else:
             log.error("orphan container %s could not be removed; trying again next round", container_id[:12])
-    for folder in base.glob(f"{sandbox.RUNTIME_PREFIX}*-*"):
+    for folder in base.glob(f"{RUNTIME_PREFIX}*-*"):
         try:
-            pid = int(folder.name[len(sandbox.RUNTIME_PREFIX) :].split("-", 1)[0])
+            pid = int(folder.name[len(RUNTIME_PREFIX) :].split("-", 1)[0])
         except ValueError:
             continue
         if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
@@ -99,8 +105,27 @@ def reap_orphans(max_age_s: float = 6 * 3600, *, budget_s: float = ROUND_BUDGET_
     return removed
 
 
-def _owned(labels: dict, summary: dict, base: Path, age: float, max_age_s: float, sandbox) -> bool:
+def _owned(labels: dict, summary: dict, base: Path, age: float, max_age_s: float) -> bool:
     """Whether the container still belongs to a live referee (of this process or another)."""
-    return (
-        sandbox._owner_alive(labels) and age <= max_age_s and not sandbox._socket_folder_gone(summary, base)
-    )
+    return _owner_alive(labels) and age <= max_age_s and not _socket_folder_gone(summary, base)
+
+
+def _owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(f"{LABEL}.owner-host") != HOSTNAME:
+        return True  # another machine's container: only age can tell
+    try:
+        pid = int(labels.get(f"{LABEL}.owner-pid", ""))
+    except ValueError:
+        return False
+    start = proc_start_time(pid)
+    return bool(start) and start == labels.get(f"{LABEL}.owner-start", start)
+
+
+def _socket_folder_gone(summary: dict, base: Path) -> bool:
+    """Whether the container's socket folder, under this host's runtime folder, was deleted: its owner
+    killed it (``kill`` always deletes the folder) but the engine, dead at the time, could not remove it."""
+    for mount in summary.get("Mounts") or []:
+        if mount.get("Destination") == SOCKET_DIR_IN_CONTAINER:
+            source = Path(mount.get("Source") or "")
+            return base in source.parents and not source.exists()
+    return False

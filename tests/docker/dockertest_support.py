@@ -86,7 +86,7 @@ def release_held_agents(api: Any, key: str, value: str) -> set[str]:
     Returns the ids of the containers released (a container being removed meanwhile is skipped)."""
     from docker.errors import NotFound
 
-    from run_duel.sandbox.docker import SOCKET_DIR_IN_CONTAINER
+    from run_duel.sandbox.docker_config import SOCKET_DIR_IN_CONTAINER
 
     released = set()
     for container_id in running_agents(api, key, value):

@@ -1,4 +1,5 @@
-"""``python -m run_duel --sandbox docker`` end to end: folders, zips and image names as agents."""
+"""The command line with the Docker sandbox, end to end: ``python -m builder.cli_images`` builds folders and
+zips into images and plays them (``python -m run_duel --sandbox docker`` takes image names only)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from dockertest_support import RANDOM_PLAYER, REPO, zip_folder
 pytestmark = pytest.mark.docker
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, module: str = "builder.cli_images") -> subprocess.CompletedProcess[str]:
+    sandbox = ["--sandbox", "docker"] if module == "run_duel" else []
     return subprocess.run(
-        [sys.executable, "-m", "run_duel", "--env", "tic-tac-toe", "--sandbox", "docker", *args],
+        [sys.executable, "-m", module, "--env", "tic-tac-toe", *sandbox, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -35,10 +37,26 @@ def test_cli_plays_a_folder_against_a_nested_zip(base_image: str, tmp_path: Path
     assert duel["player_1_errors"] == duel["player_2_errors"] == duel["other_errors"] == 0
 
 
-def test_cli_accepts_an_image_name(random_image: str) -> None:
-    done = run_cli("--player-1", random_image, "--player-2", random_image, "--matches", "1", "--no-states")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout)["num_matches"] == 1
+def test_both_clis_accept_an_image_name(random_image: str) -> None:
+    for module in ("run_duel", "builder.cli_images"):
+        done = run_cli(
+            "--player-1",
+            random_image,
+            "--player-2",
+            random_image,
+            "--matches",
+            "1",
+            "--no-states",
+            module=module,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert json.loads(done.stdout)["num_matches"] == 1
+
+
+def test_the_referee_cli_sends_folders_to_the_builder(tmp_path: Path) -> None:
+    done = run_cli("--player-1", str(RANDOM_PLAYER), "--player-2", str(RANDOM_PLAYER), module="run_duel")
+    assert done.returncode == 2
+    assert "python -m builder.cli_images" in done.stderr
 
 
 def test_cli_reports_a_submission_that_does_not_build(base_image: str, tmp_path: Path) -> None:

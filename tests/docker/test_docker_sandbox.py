@@ -15,8 +15,9 @@ import pytest
 from dockertest_support import HOSTILE, REPO, containers_with_label
 
 from run_duel.sandbox.base import LaunchSpec, Limits, SandboxError
-from run_duel.sandbox.docker import AGENT_UID, reap_orphans
 from run_duel.sandbox.docker_client import get_client
+from run_duel.sandbox.docker_config import AGENT_UID
+from run_duel.sandbox.orphans import reap_orphans
 
 pytestmark = pytest.mark.docker
 

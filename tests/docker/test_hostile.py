@@ -167,8 +167,9 @@ def sandbox(request: pytest.FixtureRequest):
 def _check_warm_pool(sandbox) -> None:
     """Every warm container this process still runs is an idle one of the pool (none leaked), and each
     hosts the one image it was made for."""
-    from run_duel.sandbox.docker import _POOL_REMOVER, LABEL
     from run_duel.sandbox.docker_client import get_client
+    from run_duel.sandbox.docker_config import LABEL
+    from run_duel.sandbox.docker_pools import _POOL_REMOVER
 
     _POOL_REMOVER[os.getpid()].join()  # retired containers are removed in the background
     running = [  # this sandbox's pool's containers (other tests of the process may have pools of their own)

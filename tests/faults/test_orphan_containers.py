@@ -22,8 +22,9 @@ from core_testlib import wait_for
 from core.actions import schedule_duel
 from core.models import Duel, Match
 from run_duel.sandbox import cgroups
-from run_duel.sandbox.docker import AGENT_SUBGROUP, LABEL, LABEL_VALUE
 from run_duel.sandbox.docker_client import get_client
+from run_duel.sandbox.docker_config import LABEL, LABEL_VALUE
+from run_duel.sandbox.docker_process import AGENT_SUBGROUP
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.redis]
 DELIBERATE = Path(__file__).resolve().parents[1] / "agents" / "deliberate"

@@ -16,7 +16,7 @@ from core.actions.play import human_move, start_play_session
 from core.models import PlaySession
 from run_duel.api import LaunchSpec, get_sandbox, play_duel
 from run_duel.sandbox.base import Limits
-from run_duel.sandbox.local import _SeatCgroup
+from run_duel.sandbox.local_cgroup import SeatCgroup
 
 SPINNER = Path(__file__).resolve().parents[1] / "run_duel" / "agents" / "spinner"
 
@@ -84,7 +84,7 @@ def _thawed(group: Path) -> bool:
 
 def test_a_live_agent_gets_no_cpu_while_the_person_thinks(make_competitor, make_user, run_agent, settings):
     """The spinner leaves detached spinning processes; while the person thinks they do not run."""
-    parent = _SeatCgroup.parents().get("freezer")
+    parent = SeatCgroup.parents().get("freezer")
     if parent is None:
         pytest.skip("no writable cgroup v1 freezer here")
     settings.PLAY_INACTIVITY_SECONDS = 30

@@ -89,6 +89,6 @@ def docker_sandbox() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def image(docker_sandbox: Any) -> Any:
     """``image(folder)``: the agent image built from a folder (cached by content)."""
-    from run_duel.sandbox.docker import resolve_docker_agent
+    from builder.cli_images import resolve_docker_agent
 
     return resolve_docker_agent

@@ -7,7 +7,8 @@ import textwrap
 from pathlib import Path
 
 from run_duel.sandbox.base import LaunchSpec, Limits
-from run_duel.sandbox.local import PIDS_CGROUP_ROOT, LocalAgentProcess, LocalSandbox, bwrap_path
+from run_duel.sandbox.local import LocalAgentProcess, LocalSandbox, bwrap_path
+from run_duel.sandbox.local_cgroup import PIDS_CGROUP_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "example_players"

@@ -17,7 +17,7 @@ import pytest
 from run_duel_helpers import HAS_BWRAP, player_source
 
 from run_duel.agent_data import AgentData, archive_of
-from run_duel.sandbox import local
+from run_duel.sandbox import local, local_user
 from run_duel.sandbox.base import LaunchSpec, Limits, SandboxError
 from run_duel.sandbox.local import LocalSandbox
 
@@ -108,14 +108,14 @@ def test_an_agent_never_runs_as_host_root_nor_reads_root_only_files(make_agent, 
 
 @pytest.mark.skipif(not IS_ROOT, reason="only a root referee needs the agent user")
 def test_a_root_referee_without_the_agent_user_refuses_to_start_bubblewrap(monkeypatch):
-    monkeypatch.setattr(local, "AGENT_USER", "rl-arena-no-such-user")
+    monkeypatch.setattr(local_user, "AGENT_USER", "rl-arena-no-such-user")
     with pytest.raises(SandboxError, match=r"rl-arena-no-such-user.*ensure_agent_user\.sh"):
         LocalSandbox(use_bwrap=True)
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="only a root referee needs the agent user")
 def test_a_privileged_agent_user_is_refused(monkeypatch):
-    monkeypatch.setattr(local, "AGENT_USER", "root")
+    monkeypatch.setattr(local_user, "AGENT_USER", "root")
     with pytest.raises(SandboxError, match="must be an unprivileged user"):
         LocalSandbox(use_bwrap=True)
 

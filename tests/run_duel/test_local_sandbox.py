@@ -301,7 +301,7 @@ def test_stale_empty_cgroups_are_removed_and_busy_ones_kept():
     import subprocess
     import sys
 
-    from run_duel.sandbox.local import PIDS_CGROUP_ROOT, _SeatCgroup
+    from run_duel.sandbox.local_cgroup import PIDS_CGROUP_ROOT, SeatCgroup
 
     empty = PIDS_CGROUP_ROOT / "arena-staletest-empty"
     busy = PIDS_CGROUP_ROOT / "arena-staletest-busy"
@@ -310,7 +310,7 @@ def test_stale_empty_cgroups_are_removed_and_busy_ones_kept():
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (busy / "cgroup.procs").write_text(str(sleeper.pid))
-        _SeatCgroup.remove_stale(min_age_s=None, prefix="arena-staletest-")
+        SeatCgroup.remove_stale(min_age_s=None, prefix="arena-staletest-")
         assert not empty.exists()
         assert busy.exists()
     finally:
