@@ -20,7 +20,7 @@ from agent_uploads.upload import read_upload
 from agent_uploads.zip_validation import UnreadableUpload, ValidationError, ZipLimits
 from builder.extract import extract_cached
 from builder.settings import BuilderSettings
-from run_duel.registry import RegistryConfig
+from run_duel.api import RegistryConfig
 
 #: ``build_submission(registry=FROM_ENV)``: the registry of the environment (``AGENT_REGISTRY``).
 FROM_ENV = object()

@@ -23,15 +23,13 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-import run_duel
 from agent_uploads.zip_validation import ValidatedZip, read_member_capped
 from builder.settings import BuilderSettings
 from builder.wheels import Resolution
-from run_duel.sandbox.base import HARNESS_PYTHON_FLAGS
+from run_duel.api import HARNESS_DIR, HARNESS_PYTHON_FLAGS
 
 TEMPLATE_VERSION = "4"
 AGENT_UID = 10001
-HARNESS_DIR = Path(next(iter(run_duel.__path__))).resolve() / "harness"
 HARNESS_PATH = HARNESS_DIR / "arena_harness.py"
 IMAGE_FILES = Path(__file__).resolve().parent / "image_files"
 PACKAGES_DIR = "/opt/agent-packages"

@@ -17,9 +17,14 @@ from docker.utils import kwargs_from_env
 from requests.exceptions import RequestException
 
 from builder.settings import BuilderSettings
-from run_duel.images import ImageCache, cache_budget_from_env, parse_digest_ref
-from run_duel.registry import RegistryConfig, RegistryConfigError
-from run_duel.sandbox.docker_client import get_client
+from run_duel.api import (
+    ImageCache,
+    RegistryConfig,
+    RegistryConfigError,
+    cache_budget_from_env,
+    parse_digest_ref,
+)
+from run_duel.api import get_docker_client as get_client
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MAX_LOG_CHARS = 512 * 1024

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from agent_uploads.zip_validation import ValidatedZip, ValidationError, read_member_capped
-from run_duel.sandbox.base import has_agent_entry
+from run_duel.api import has_agent_entry
 
 _FILE_FLAGS = (
     os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -48,8 +48,8 @@ from builder.engine import ImageBuildError, push_image, run_build, split_tag
 from builder.settings import BuilderSettings
 from builder.stacks import StackError
 from builder.wheels import PLATFORM_PROBE, WheelCache, WheelCacheError
-from run_duel.registry import RegistryConfig, RegistryConfigError
-from run_duel.sandbox.docker_client import get_client
+from run_duel.api import RegistryConfig, RegistryConfigError
+from run_duel.api import get_docker_client as get_client
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,7 @@ from django.conf import settings
 from core.actions.images import record_image_sizes
 from core.celery import app
 from core.models import Competitor, Duel, PlaySession, Revision, Tournament, TournamentParticipant
-from run_duel.images import AGENT_IMAGE_LABEL, ImageCache, parse_digest_ref
-from run_duel.registry import RegistryConfig
+from run_duel.api import AGENT_IMAGE_LABEL, ImageCache, RegistryConfig, parse_digest_ref
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +302,7 @@ HOST_TASKS = ("builder.build_revision", "duel_runner.smoke_test_revision", "duel
 def collect_if_due(interval_s: float, *, cache: ImageCache | None = None) -> Collection | None:
     """A pass on this host's engine if the host's last one (by any process) is older than ``interval_s``;
     ``None`` when it is not due or another process of the host is collecting right now."""
-    from run_duel.images import HostLock
+    from run_duel.api import HostLock
 
     cache = cache or ImageCache.from_env()
     cache.lock_dir.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ from core.actions.play import (
 from core.db import retry_on_db_error
 from core.jobs.runner import JobKind, run_job
 from core.models import PlaySession
-from run_duel.seat import PlayerFault, Seat
+from run_duel.api import PlayerFault, Seat
 
 if TYPE_CHECKING:
     from run_duel.api import AgentData, Limits
@@ -50,8 +50,7 @@ def _limits(slug: str) -> Limits:
     """The game's ``info.yml`` limits on top of the platform's data folder size, exactly as duels get
     them (``run_duel.referee.limits_for``)."""
     from environments import get_info
-    from run_duel.api import Limits
-    from run_duel.referee import limits_for
+    from run_duel.api import Limits, limits_for
 
     return limits_for(get_info(slug), Limits(data_mb=settings.AGENT_DATA_MB))
 

@@ -44,7 +44,7 @@ from core.actions import (
 from core.jobs.runner import InfrastructureError, JobKind, run_job
 from core.models import Duel, Revision, SmokeTest
 from duel_runner.reaper import reap
-from run_duel.outcomes import DuelResult, MatchResult
+from run_duel.api import DuelResult, MatchResult
 
 if TYPE_CHECKING:
     from run_duel.api import AgentData, Limits
@@ -70,7 +70,7 @@ def ensure_agent_images(revisions: list[Revision], sandbox: Any = None) -> None:
     rebuild cannot be queued does the failure count (and end FAILED with its reason after the attempts)."""
     if settings.SANDBOX != "docker":
         return
-    from run_duel.images import ImageDigestMismatch, ImageMissing, ensure_images
+    from run_duel.api import ImageDigestMismatch, ImageMissing, ensure_images
 
     pool = getattr(sandbox, "pool", None)
     for revision in revisions:

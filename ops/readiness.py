@@ -68,7 +68,7 @@ def check_workers() -> str | None:
 def check_registry() -> str | None:
     if not settings.AGENT_REGISTRY:
         return None
-    from run_duel.registry import RegistryConfig
+    from run_duel.api import RegistryConfig
 
     config = RegistryConfig.parse(
         settings.AGENT_REGISTRY,

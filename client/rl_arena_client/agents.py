@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 
 from rl_arena_client.api import CliError
-from run_duel.sandbox.base import AGENT_ENTRY_FILES
+from run_duel.api import AGENT_ENTRY_FILES
 
 #: Entry files the arena accepts in an upload, in the order it looks for them (the arena's own list is
 #: ``agent_uploads.languages.ENTRY_FILES``; a test keeps the two equal). The first one present decides the

@@ -189,7 +189,7 @@ def _agents(refs: list[str], game: str, formats: list[str] | None = None) -> lis
     """Local agents for ``refs``, each in the format asked for (``auto``: detected from its files,
     ``run_duel.agent_formats``)."""
     from rl_arena_client.local import Agent
-    from run_duel import agent_formats
+    from run_duel.api import agent_formats
 
     agents, seen = [], {}
     for i, ref in enumerate(refs):

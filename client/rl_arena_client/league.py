@@ -39,9 +39,7 @@ import numpy as np
 
 from environments import get_game, get_info
 from rl_arena_client.api import Client, CliError
-from run_duel.api import LaunchSpec, Sandbox, SandboxError, get_sandbox
-from run_duel.referee import limits_for
-from run_duel.seat import PlayerFault, Seat
+from run_duel.api import LaunchSpec, PlayerFault, Sandbox, SandboxError, Seat, get_sandbox, limits_for
 
 #: An opponent's source zip may hold at most this many bytes once extracted.
 MAX_EXTRACTED_BYTES = 300 * 1024 * 1024

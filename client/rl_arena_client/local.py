@@ -18,8 +18,9 @@ from typing import Any, TextIO
 
 from environments import UnknownGameError, get_info
 from rl_arena_client.api import CliError
-from run_duel.agent_data import DEFAULT_DATA_MB, MB, load_host_folder, store_in_host_folder
 from run_duel.api import (
+    DEFAULT_DATA_MB,
+    MB,
     AgentData,
     DataError,
     LaunchSpec,
@@ -27,8 +28,10 @@ from run_duel.api import (
     Sandbox,
     SandboxError,
     get_sandbox,
+    load_host_folder,
     play_duel,
     smoke_test,
+    store_in_host_folder,
 )
 from tournament_manager.editions import DuelOutcome, round_robin_pairs, standings
 from tournament_manager.ladder import DuelRecord, RatingState, apply_duel

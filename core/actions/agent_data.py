@@ -63,8 +63,7 @@ def data_cap_mb(environment_slug: str) -> int:
         return 0
     # Lazily, like agent_uploads in submit_revision: the rule and the game's info.yml live there.
     from environments import UnknownGameError, get_info
-    from run_duel.api import Limits
-    from run_duel.referee import limits_for
+    from run_duel.api import Limits, limits_for
 
     try:
         info = get_info(environment_slug)
@@ -75,14 +74,14 @@ def data_cap_mb(environment_slug: str) -> int:
 
 def count_files(archive: bytes) -> int:
     """Regular files in a data archive (folders not counted); 0 for ``b""``."""
-    from run_duel.agent_data import files_of
+    from run_duel.api import files_of
 
     return len(files_of(archive))
 
 
 def empty_archive() -> bytes:
     """A valid tar of an empty folder (what a download of an empty folder gets)."""
-    from run_duel.agent_data import archive_of
+    from run_duel.api import archive_of
 
     return archive_of({})
 
@@ -101,7 +100,7 @@ def load_playable_data(competitor_id: int, environment_slug: str) -> tuple[bytes
     the stored folder no longer fits the game's cap (``AGENT_DATA_MB`` or the game's ``data_mb`` was
     lowered since it was saved): then an empty folder, noted for the owner. The generation stays, so what
     the agent leaves at the end of the duel replaces the folder."""
-    from run_duel.agent_data import DataError, check_archive
+    from run_duel.api import DataError, check_archive
 
     archive, generation = load_agent_data(competitor_id)
     if archive:
@@ -149,7 +148,7 @@ def save_agent_data(claim: Claim, competitor_id: int, generation: int, archive: 
 
     ``False`` when nothing was written: a stale claim (nothing noted: the duel is not this worker's), or
     a lost compare-and-set or an archive over the cap (``last_problem`` says which)."""
-    from run_duel.agent_data import DataError, check_archive
+    from run_duel.api import DataError, check_archive
 
     slug = Competitor.objects.filter(pk=competitor_id).values_list("environment__slug", flat=True).first()
     if slug is None:

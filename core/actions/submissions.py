@@ -106,14 +106,14 @@ def _refuse_what_this_sandbox_cannot_run(validated: ValidatedZip) -> None:
 def _agent_format(choice: str, environment_slug: str, validated: ValidatedZip) -> tuple[str, bool]:
     """``(format, detected)`` of an upload (``run_duel.agent_formats``, a module without dependencies):
     ``choice`` is the owner's (``auto``: detect it from the files at the agent's root)."""
-    from run_duel.agent_formats import files_problem, resolve
+    from run_duel.api import agent_formats
 
     root_files = validated.root_files
     try:
-        agent_format, detected = resolve(choice, environment_slug, root_files)
+        agent_format, detected = agent_formats.resolve(choice, environment_slug, root_files)
     except ValueError as exc:
         raise SubmissionError(str(exc)) from None
-    why = files_problem(agent_format, root_files)
+    why = agent_formats.files_problem(agent_format, root_files)
     if why:
         raise SubmissionError(why)
     return agent_format, detected

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models.jobs import LeasedJob
-from run_duel.outcomes import DuelResult, MatchResult
+from run_duel.api import DuelResult, MatchResult
 
 
 class Duel(LeasedJob):
