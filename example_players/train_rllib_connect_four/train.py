@@ -5,11 +5,11 @@ league, export it to ONNX, and submit checkpoints through the client as it train
     python example_players/train_rllib_connect_four/train.py --server https://arena.example \\
         --cpu-minutes 10 --submit-every 20000 --name my-rllib-bot --public    # token: rl-arena login
 
-The same script on a Ray cluster: start the cluster (``ray start --head`` on one machine, ``ray start
---address=HEAD:6379`` on the others), then run it with ``--address auto`` (or ``RAY_ADDRESS=HEAD:6379``)
-and ``--env-runners N``: the episodes are played by N env runners spread over the cluster (each fetches
-the league into its own ``--cache`` and runs the opponents in its own local sandbox), the learner stays in
-this process. See docs/TRAINING.md.
+The same script on a Ray cluster: start the cluster (``ray start --head --port 6380`` on one machine,
+``ray start --address=HEAD:6380`` on the others), then run it with ``RAY_ADDRESS=HEAD:6380
+RAY_AUTH_MODE=token`` (or ``--address``; ``auto`` on a node) and ``--env-runners N``: the episodes are
+played by N env runners spread over the cluster (each fetches the league into its own ``--cache`` and runs
+the opponents in its own local sandbox), the learner stays in this process. See docs/TRAINING.md.
 
 - **Opponents**: ``rl_arena_client.league`` (as ``train_sb3_connect_four``): the arena's public agents
   (``--server``) or local folders (``--opponent``, default the random example) in the local sandbox, an
