@@ -68,7 +68,7 @@ def _aec_class() -> type:
             self.pool = pool
             self.possible_agents = [f"learner_{i}" for i in range(learners)]
             # one single-seat league per agent: its own match, its opponent's sandboxed process
-            self._matches = {
+            self._matches: dict[str, Any] = {
                 agent: LeagueEnv(slug, pool, learner_seat=learner_seat, no_bwrap=no_bwrap)
                 for agent in self.possible_agents
             }
@@ -82,10 +82,14 @@ def _aec_class() -> type:
             }
             self.render_mode = None
             self._observations: dict[str, dict[str, np.ndarray]] = {}
-            self.agents = []
-            self.rewards, self._cumulative_rewards = {}, {}
-            self.terminations, self.truncations, self.infos = {}, {}, {}
+            self.agents: list[str] = []
+            self.rewards: dict[str, float] = {}
+            self._cumulative_rewards: dict[str, float] = {}
+            self.terminations: dict[str, bool] = {}
+            self.truncations: dict[str, bool] = {}
+            self.infos: dict[str, dict[str, Any]] = {}
             self.agent_selection = self.possible_agents[0]
+            self._skip_agent_selection: str | None = None
 
         def observation_space(self, agent: str) -> Any:
             return self.observation_spaces[agent]

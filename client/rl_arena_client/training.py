@@ -208,7 +208,8 @@ def export_mlp(weights: Weights, folder: Path, *, onnx: bool = True) -> None:
     ``model.onnx`` and the ``requirements.txt`` that asks the arena for onnxruntime. A folder that already
     holds ``player.py`` (an example's own, a link to ``mlp_player.py``) keeps it and its requirements."""
     folder.mkdir(parents=True, exist_ok=True)
-    np.savez(folder / "model.npz", **weights)
+    savez: Any = np.savez  # numpy's stubs type the keyword arrays as its own options
+    savez(folder / "model.npz", **weights)
     if onnx:
         export_onnx(weights, folder / "model.onnx")
     if not (folder / "player.py").exists():
