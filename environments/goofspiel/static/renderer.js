@@ -48,13 +48,15 @@
     return held;
   }
 
-  function card(parent, x, y, value, attrs) {
+  // crossed: a played card, struck through under its digit (which stays readable).
+  function card(parent, x, y, value, attrs, crossed) {
     var g = el("g", attrs || {}, parent);
     var faceDown = value === null;
     el("rect", {
       x: x, y: y, width: CARD_W, height: CARD_H, rx: 4,
       fill: faceDown ? COLORS.back : (attrs && attrs.fill) || COLORS.card, stroke: COLORS.edge, "stroke-width": 1.5,
     }, g);
+    if (crossed) el("line", { x1: x + 3, y1: y + CARD_H - 3, x2: x + CARD_W - 3, y2: y + 3, stroke: COLORS.edge, "stroke-width": 1.5 }, g);
     if (!faceDown) text(g, x + CARD_W / 2, y + CARD_H / 2 + 6, String(value), { "font-size": 18 });
     return g;
   }
@@ -84,10 +86,10 @@
   // The words under the drawing: real text at the page's size (never scaled down with the picture).
   function caption(state, names, running, lastSettled) {
     var box = document.createElement("figcaption");
-    box.className = "rl-goofspiel-caption";
+    box.setAttribute("class", "rl-goofspiel-caption");
     box.setAttribute("style", "font-size:1rem;line-height:1.45;margin:0.4rem 0 0");
     var line = document.createElement("p");
-    line.className = "rl-status";
+    line.setAttribute("class", "rl-status");
     line.setAttribute("style", "margin:0;font-weight:600");
     line.textContent = status(state, names);
     box.appendChild(line);
@@ -111,7 +113,7 @@
       box.appendChild(more);
     }
     var legend = document.createElement("ul");
-    legend.className = "rl-legend";
+    legend.setAttribute("class", "rl-legend");
     legend.setAttribute("aria-label", "Legend");
     legend.setAttribute("style", "list-style:none;margin:0.3rem 0 0;padding:0;display:flex;flex-wrap:wrap;gap:0.2rem 1rem;font-size:0.95rem");
     [
@@ -127,8 +129,10 @@
       var border = item[1] === "last" ? "3px solid " + COLORS.last : "1px solid " + COLORS.edge;
       var strike = item[1] === "played" ? ";background-image:linear-gradient(to top right,transparent 45%," + COLORS.edge + " 45%," + COLORS.edge + " 55%,transparent 55%)" : "";
       swatch.setAttribute("style", "display:inline-block;width:0.8em;height:1.1em;vertical-align:-0.2em;margin-right:0.35em;border-radius:2px;border:" + border + ";background-color:" + (item[0] === "none" ? "transparent" : item[0]) + strike);
+      var words = document.createElement("span");
+      words.textContent = item[2];
       li.appendChild(swatch);
-      li.appendChild(document.createTextNode(item[2]));
+      li.appendChild(words);
       legend.appendChild(li);
     });
     box.appendChild(legend);
@@ -167,11 +171,7 @@
       var held = hand(state, seat);
       for (var v = 1; v <= CARDS; v++) {
         var x = 14 + (v - 1) * (CARD_W + 3);
-        var g = card(svg, x, y, v, { fill: held[v - 1] ? COLORS.card : COLORS.used, "class": held[v - 1] ? "rl-card" : "rl-card rl-used" });
-        if (!held[v - 1]) {
-          var strike = el("line", { x1: x + 3, y1: y + CARD_H - 3, x2: x + CARD_W - 3, y2: y + 3, stroke: COLORS.edge, "stroke-width": 1.5 });
-          g.insertBefore(strike, g.lastChild);  // under the digit, which stays readable
-        }
+        var g = card(svg, x, y, v, { fill: held[v - 1] ? COLORS.card : COLORS.used, "class": held[v - 1] ? "rl-card" : "rl-card rl-used" }, !held[v - 1]);
         if (canClick && seat === chooser && held[v - 1]) clickable(g, v - 1, options, "Bid " + v);
       }
     });
@@ -201,7 +201,7 @@
     }
 
     var figure = document.createElement("figure");
-    figure.className = "rl-goofspiel-figure";
+    figure.setAttribute("class", "rl-goofspiel-figure");
     figure.setAttribute("style", "margin:0 auto;width:100%;max-width:" + (options.size || 560) + "px");
     figure.appendChild(svg);
     if (!options.compact) figure.appendChild(caption(state, names, running, lastSettled));
