@@ -165,7 +165,7 @@ class SmokeTestAdmin(JobAdmin):
 
 class MatchInline(admin.TabularInline):
     model = Match
-    fields = ["index", "result", "error_kind", "first_player", "player_1_score", "player_2_score"]
+    fields = ("index", "result", "error_kind", "first_player", "player_1_score", "player_2_score")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -300,8 +300,7 @@ class TournamentAdmin(admin.ModelAdmin):
 
 class SeasonFinalistInline(admin.TabularInline):
     model = SeasonFinalist
-    fields = ["final_rank", "seed", "competitor", "revision", "mu", "sigma", "wins", "losses"]
-    fields += ["cut_after_round"]
+    fields = ("final_rank", "seed", "competitor", "revision", "mu", "sigma", "wins", "losses", "cut_after_round")
     readonly_fields = fields
     extra = 0
     can_delete = False

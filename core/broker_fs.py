@@ -38,7 +38,8 @@ TABLE_READ_TRIES = 20
 class Channel(filesystem.Channel):
     """Atomic writes, and readers that survive an unreadable message."""
 
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+    # kombu's filesystem.Channel names AbstractChannel's ``message`` parameter ``payload``: so do we.
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         name = f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         folder = self.data_folder_out
         tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
@@ -51,7 +52,7 @@ class Channel(filesystem.Channel):
                 os.unlink(tmp)
             raise filesystem.ChannelError(f"Cannot add file {name!r} to directory") from exc
 
-    def _get(self, queue: str) -> Any:
+    def _get(self, queue: str, timeout: Any = None) -> Any:
         while True:  # ends with a message or kombu's Empty
             try:
                 return super()._get(queue)

@@ -80,7 +80,7 @@ def trigger_on_commit(environment_id: int) -> None:
         return
 
     def send() -> None:
-        shared = "redis" in settings.CACHES["default"]["BACKEND"].lower()
+        shared = "redis" in str(settings.CACHES["default"]["BACKEND"]).lower()
         try:
             if shared and not cache.add(pending_key(environment_id), 1, timeout=TTL_S):
                 return

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import datetime, time, timedelta
 from typing import Any
 
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
@@ -83,12 +83,12 @@ def parse_when(value: str | None, *, end: bool = False) -> datetime | None:
     Naive values are in the site's time zone. Raises ``ValueError`` with a readable message."""
     if not value:
         return None
-    parsed: datetime | date | None = parse_datetime(value)
+    parsed = parse_datetime(value)
     if parsed is None:
-        parsed = parse_date(value)
-        if parsed is None:
+        day = parse_date(value)
+        if day is None:
             raise ValueError(f"{value!r} is not an ISO date (2026-11-22) or date-time (2026-11-22T10:00Z)")
-        parsed = datetime.combine(parsed + timedelta(days=1 if end else 0), time.min)
+        parsed = datetime.combine(day + timedelta(days=1 if end else 0), time.min)
     if timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed)
     return parsed

@@ -74,7 +74,7 @@ def pause_if_erring(revision_id: int) -> bool:
         .select_related("current_revision")
         .first()
     )
-    if competitor is None:
+    if competitor is None or competitor.current_revision is None:
         return False
     duels = _erring_duels(revision_id, window)
     if len(duels) < window or any(errors == 0 or 2 * errors < (d.num_matches or 1) for d, errors in duels):

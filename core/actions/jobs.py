@@ -35,6 +35,7 @@ from core.models.jobs import FencedWork, JobState, LeasedJob
 from core.queue import enqueue_on_commit
 
 J = TypeVar("J", bound=FencedWork)
+L = TypeVar("L", bound=LeasedJob)
 
 QUEUED = JobState.QUEUED
 RUNNING = JobState.RUNNING
@@ -225,7 +226,7 @@ def release_locked_job(
 
 
 def fail_job(
-    model: type[J],
+    model: type[L],
     job_id: int,
     reason: str,
     *,
@@ -233,8 +234,8 @@ def fail_job(
     retry: bool,
     counted: bool = True,
     delay_s: float | None = None,
-    on_released: Callable[[J], None] | None = None,
-    on_failed: Callable[[J], None] | None = None,
+    on_released: Callable[[L], None] | None = None,
+    on_failed: Callable[[L], None] | None = None,
 ) -> bool:
     """An infrastructure failure seen by the worker holding ``claim`` (never charged to a player), or,
     with ``claim=None``, by the reaper for a lease that expired (database time): re-queue with backoff

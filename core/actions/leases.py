@@ -19,12 +19,13 @@ from core.actions.duels import fail_duel, on_duel_requeued
 from core.actions.jobs import db_in, db_now, requeue_failed_job
 from core.actions.smoke_tests import fail_smoke_test, on_smoke_test_requeued
 from core.models import Build, Duel, ReaperState, Revision, SmokeTest
-from core.models.jobs import LeasedJob
 from core.queue import send_task
 
 log = logging.getLogger(__name__)
 
-_FAILERS: tuple[tuple[type[LeasedJob], Callable[..., bool]], ...] = (
+#: The kinds of leased jobs (each with its own ``state`` field), and how each fails.
+JobModel = type[Build] | type[SmokeTest] | type[Duel]
+_FAILERS: tuple[tuple[JobModel, Callable[..., bool]], ...] = (
     (Build, fail_build),
     (SmokeTest, fail_smoke_test),
     (Duel, fail_duel),
@@ -65,7 +66,7 @@ def requeue_expired_leases() -> dict[str, int]:
             bool(fail(job_id, "no heartbeat for a lease: the worker died or stopped responding", claim=None))
             for job_id in expired
         )
-        counts[model._meta.model_name] = done
+        counts[str(model._meta.model_name)] = done
         if done:
             log.warning("re-queued %d %s job(s) without heartbeat", done, model._meta.model_name)
     return counts
@@ -91,19 +92,18 @@ def resend_stale_hints() -> dict[str, int]:
             for job_id in stale:
                 send_task(model.task_name, job_id)
             log.warning("re-sent %d lost %s hint(s)", len(stale), model._meta.model_name)
-        counts[model._meta.model_name] = len(stale)
+        counts[str(model._meta.model_name)] = len(stale)
     return counts
 
 
-def _retry_due(model: type[LeasedJob]) -> list[int]:
+def _retry_due(model: JobModel) -> list[int]:
     """FAILED jobs whose next automatic retry round is due (``FAILED_RETRY_SECONDS x 2^round`` after
     they failed, database time)."""
     if settings.FAILED_RETRY_ROUNDS <= 0:
         return []
     age = ExpressionWrapper(db_now() - F("finished_at"), output_field=DurationField())
-    failed = model.objects.filter(state="FAILED", retry_rounds__lt=settings.FAILED_RETRY_ROUNDS)
-    if model is Build:
-        failed = failed.filter(error="")  # the submission's own faults are final
+    final = Q(error="") if model is Build else Q()  # a build's submission's own faults are final
+    failed = model.objects.filter(final, state="FAILED", retry_rounds__lt=settings.FAILED_RETRY_ROUNDS)
     rows = (
         failed.exclude(finished_at__isnull=True)
         .annotate(age=age)
@@ -139,9 +139,9 @@ def retry_failed_jobs() -> dict[str, int]:
             if (
                 current
                 and not newer
-                and (requeued := requeue_failed_job(SmokeTest, smoke_id, automatic=True))
+                and (requeued_smoke := requeue_failed_job(SmokeTest, smoke_id, automatic=True))
             ):
-                on_smoke_test_requeued(requeued)
+                on_smoke_test_requeued(requeued_smoke)
                 counts["smoketest"] += 1
     for duel_id in _retry_due(Duel):
         with transaction.atomic():
@@ -149,8 +149,8 @@ def retry_failed_jobs() -> dict[str, int]:
             playable = Revision.objects.filter(
                 pk__in=[duel.revision_1_id, duel.revision_2_id], state=Revision.State.ELIGIBLE
             ).count() == len({duel.revision_1_id, duel.revision_2_id})
-            if playable and (requeued := requeue_failed_job(Duel, duel_id, automatic=True)):
-                on_duel_requeued(requeued)
+            if playable and (requeued_duel := requeue_failed_job(Duel, duel_id, automatic=True)):
+                on_duel_requeued(requeued_duel)
                 counts["duel"] += 1
     if any(counts.values()):
         log.warning("retrying jobs that failed for infrastructure faults: %s", counts)

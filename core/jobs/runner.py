@@ -130,9 +130,10 @@ def _failed(kind: JobKind[Any], claim: Claim, exc: Exception) -> str:
 
 def _store(kind: JobKind[Any], claim: Claim, outcome: dict[str, Any]) -> str:
     """Store ``outcome`` through the kind's fenced action; spool it if the database stays away."""
-    assert kind.record is not None
+    record = kind.record
+    assert record is not None
     try:
-        stored = retry_on_db_error(lambda: kind.record(claim, outcome))
+        stored = retry_on_db_error(lambda: record(claim, outcome))
     except (OperationalError, InterfaceError):
         connection.close()
         try:

@@ -10,6 +10,8 @@ belongs to nobody: the reaper re-queues it (or fails it after ``MAX_ATTEMPTS``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar, Self
+
 from django.db import models
 
 
@@ -34,6 +36,9 @@ class FencedWork(models.Model):
 
     class Meta:
         abstract = True
+
+    if TYPE_CHECKING:  # every concrete kind has Django's default manager
+        objects: ClassVar[models.Manager[Self]]
 
     #: Celery task name that runs this kind of work (set by subclasses).
     task_name: str = ""
@@ -65,3 +70,6 @@ class LeasedJob(FencedWork):
 
     class Meta:
         abstract = True
+
+    if TYPE_CHECKING:  # each concrete kind declares its own ``state`` field (``state_field``)
+        state: str

@@ -61,6 +61,9 @@ class PlaySession(FencedWork):
     finished_at = models.DateTimeField(null=True, blank=True)
     last_activity_at = models.DateTimeField(help_text="Last move or start: the inactivity clock.")
 
+    #: Not stored: set by ``core.actions.play`` when it hands back the running game instead of a new one.
+    resumed: bool = False
+
     class Meta:
         indexes = [
             models.Index(fields=["user", "-created_at"], name="core_play_user_recent"),

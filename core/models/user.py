@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
 from django.db.models.functions import Lower
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager["User"]):
     """Creates users keyed by a normalised (lower-cased) e-mail address."""
 
     use_in_migrations = True
@@ -71,9 +71,10 @@ class User(AbstractUser):
     )
 
     USERNAME_FIELD = "email"
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS: ClassVar[list[str]] = []
 
-    objects = UserManager()
+    # Not auth's UserManager (which creates users by username), so not the type AbstractUser declares.
+    objects: ClassVar[UserManager] = UserManager()  # type: ignore[assignment]
 
     class Meta:
         constraints = [models.UniqueConstraint(Lower("email"), name="core_user_email_ci_unique")]

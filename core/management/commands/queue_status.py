@@ -122,7 +122,7 @@ def queue_status() -> dict[str, Any]:
         states = dict(model.objects.values_list("state").annotate(n=Count("pk")).order_by())
         oldest_age = model.objects.filter(state="QUEUED").aggregate(age=Max(_since("enqueued_at")))["age"]
         backing_off, shown = _backing_off(model)
-        status[model._meta.model_name] = {
+        status[str(model._meta.model_name)] = {
             "states": states,
             "oldest_queued_s": _seconds(oldest_age),
             "expired_leases": model.objects.filter(state="RUNNING", lease_expires_at__lt=Now()).count(),
