@@ -300,7 +300,10 @@ class TournamentAdmin(admin.ModelAdmin):
 
 class SeasonFinalistInline(admin.TabularInline):
     model = SeasonFinalist
-    fields = ("final_rank", "seed", "competitor", "revision", "mu", "sigma", "wins", "losses", "cut_after_round")
+    fields = (
+        *("final_rank", "seed", "competitor", "revision", "mu", "sigma", "wins", "losses"),
+        "cut_after_round",
+    )
     readonly_fields = fields
     extra = 0
     can_delete = False
