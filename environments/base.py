@@ -180,4 +180,6 @@ class Game(ABC):
         """Folder holding this game's ``info.yml`` and ``static/``."""
         import sys
 
-        return Path(sys.modules[type(self).__module__].__file__).resolve().parent
+        module_file = sys.modules[type(self).__module__].__file__
+        assert module_file is not None, "a game is defined in a file"
+        return Path(module_file).resolve().parent

@@ -106,7 +106,7 @@ def _env_class() -> type:
                 )
                 for agent in AGENTS
             }
-            self.action_spaces = {agent: spaces.Discrete(game.num_actions) for agent in AGENTS}
+            self.action_spaces: dict[str, Any] = {a: spaces.Discrete(game.num_actions) for a in AGENTS}
             self.state_json: State = game.initial_state()
             self._rng = np.random.default_rng()
             self.reset()
@@ -130,7 +130,7 @@ def _env_class() -> type:
             self._cumulative_rewards = dict.fromkeys(AGENTS, 0)
             self.terminations = dict.fromkeys(AGENTS, False)
             self.truncations = dict.fromkeys(AGENTS, False)
-            self.infos = {agent: {} for agent in AGENTS}
+            self.infos: dict[str, dict[str, Any]] = {agent: {} for agent in AGENTS}
             self.agent_selection = AGENTS[self.game.to_move(self.state_json)]
 
         def observe(self, agent: str) -> dict[str, np.ndarray]:
@@ -152,6 +152,8 @@ def _env_class() -> type:
             self._cumulative_rewards[agent] = 0
             self.rewards = dict.fromkeys(AGENTS, 0)
             try:
+                if action is None:  # only a terminated agent may pass None
+                    raise IllegalActionError(f"{agent} must play an action, not None")
                 self.state_json = self.game.apply(self.state_json, action)
             except IllegalActionError as exc:
                 if self.illegal_action == "raise":

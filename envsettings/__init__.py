@@ -25,6 +25,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 
 
 class SettingsError(ValueError):
@@ -77,10 +78,10 @@ def env_bool(name: str, default: bool) -> bool:
     raise SettingsError(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
 
 
-def _bounded(name: str, value: T, minimum: Any, maximum: Any) -> T:
-    if minimum is not None and value < minimum:  # type: ignore[operator]
+def _bounded(name: str, value: N, minimum: N | None, maximum: N | None) -> N:
+    if minimum is not None and value < minimum:
         raise SettingsError(f"{name}={value} must be >= {minimum}")
-    if maximum is not None and value > maximum:  # type: ignore[operator]
+    if maximum is not None and value > maximum:
         raise SettingsError(f"{name}={value} must be <= {maximum}")
     return value
 

@@ -288,7 +288,7 @@ class Seat:
         seconds (plain wall time where the agent's clock cannot be read)."""
         own = elapsed
         now = self._clock.read() if self._clock is not None and start is not None else None
-        if now is not None:
+        if now is not None and start is not None:
             own = max(elapsed - (now[1] - start[1]), now[0] - start[0])
         self.bank = max(0.0, self.bank - max(0.0, own - self.limits.move_timeout))
 
@@ -310,7 +310,7 @@ class Seat:
                 return proc.channel.recv(timeout, limits.max_message_bytes)
             except ChannelTimeout:
                 now = self._clock.read() if self._clock is not None and start is not None else None
-                if now is None:
+                if now is None or start is None:
                     raise
                 elapsed = time.perf_counter() - t0
                 cpu, waited = now[0] - start[0], now[1] - start[1]

@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from autoscaler.join import make_ticket
-from autoscaler.policy import WorkerView
+from autoscaler.policy import WorkerState, WorkerView
 
 API = "https://api.digitalocean.com/v2"
 NAME_PLACEHOLDER = "__WORKER_NAME__"
@@ -238,6 +238,7 @@ class DigitalOceanProvider:
             name = droplet["name"]
             self._ids[name] = droplet["id"]
             created = datetime.fromisoformat(droplet["created_at"].replace("Z", "+00:00")).timestamp()
+            state: WorkerState
             if self.draining_tag in droplet.get("tags", []):
                 state = "draining"
             elif droplet.get("status") == "new":
