@@ -29,6 +29,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -72,6 +73,8 @@ def main() -> None:
     import bench_web
     from bench_duel_worker import postgres_cpu
 
+    # The stored fit's file lives in DATA_DIR: one folder per database, so a fit never meets another's data.
+    os.environ["DATA_DIR"] = str(Path(tempfile.gettempdir()) / f"{args.db}-data")
     bench_web.setup_django(args)
     from django.core.cache import cache
     from django.db import connection
@@ -92,6 +95,7 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         print(f"loaded {args.competitors:,} competitors, {args.matches:,} matches in {seconds:.0f} s")
     env = Environment.objects.get(slug="connect-four")
+    cache.clear()  # the fit then comes from this database's own DATA_DIR, or is computed here
     if tie_fit.stored_fit(env.pk) is None:
         t0 = time.perf_counter()
         tie_fit.refresh(env.pk)
