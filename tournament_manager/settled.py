@@ -17,6 +17,17 @@ in a game whose strategies cycle no model replaces the results of pairs close in
 settles a pair: never TrueSkill's sigma. Matchmaking does not replay settled pairs and plays the near
 pairs still to play, so a league whose neighbours are all settled rests.
 
+**Intervals that own up to the model's misfit.** A one-number model is wrong where a game is not a
+Bradley-Terry game (outcomes that saturate, strategies that cycle), and then a ladder's estimate, which
+has played neighbours often and far pairs little, differs from the round robin's by more than the
+bootstrap's sampling noise (the bootstrap cannot see a bias). :func:`misfit_dispersion` measures how far
+the near pairs' results stray from the fit (the quasi-likelihood dispersion: the Pearson statistic per
+pair, each counted as the results the fit counts it as); above 1, every interval and replicate is
+widened about the estimate by its square root, so "settled" and "=" are decided on the widened ones. On
+the benchmark's synthetic league this lifts the coverage of the near pairs' intervals from 0.82 to 0.91;
+a Bradley-Terry league is left alone (dispersion about 1), and a complete round robin of a misfitting
+game, whose bootstrap already covers, gets wider intervals than it needs (conservative: it settles later).
+
 Without replicates (the linearised intervals of very large fits) the difference interval is bounded by
 the two competitors' own intervals, ``[lo_a - hi_b, hi_a - lo_b]``: wider, so it settles later, never
 wrongly earlier. Above :data:`ALL_PAIRS_MAX` competitors only pairs at most :data:`WINDOW` places apart in
@@ -25,6 +36,7 @@ the fit's order are checked with the replicates; farther pairs use that bound.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +56,10 @@ WINDOW = 20
 #: Up to this many competitors the field scores' intervals come from the replicates (n^2 per replicate);
 #: above, from each competitor's own interval with the others at their estimates.
 SCORE_REPLICATES_MAX = 1500
+#: The misfit dispersion (:func:`misfit_dispersion`) needs more pairs than this to be estimated.
+DISPERSION_MIN_PAIRS = 3
+#: Floor of one match's score variance in the dispersion (a pair that always draws has none).
+DISPERSION_VAR_FLOOR = 0.02
 ORDER, TIE = "order", "tie"
 
 
@@ -238,6 +254,9 @@ class PairFit:
     needs_play: frozenset[tuple[Hashable, Hashable]] = frozenset()
     #: Pairs with ``pair_matches`` results or more: they count fully, replaying them teaches the fit nothing.
     full: frozenset[tuple[Hashable, Hashable]] = frozenset()
+    #: The near pairs' misfit dispersion (:func:`misfit_dispersion`); above 1 every interval was widened
+    #: by its square root.
+    dispersion: float = 1.0
 
     def is_settled(self, a: Hashable, b: Hashable) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
@@ -256,6 +275,37 @@ class PairFit:
     def knows_order(self, a: Hashable, b: Hashable) -> bool:
         """Whether the fit knows which of the two is stronger."""
         return knows_order(a, b, self.settled, self.intervals, self.checked_all)
+
+
+def misfit_dispersion(
+    theta: np.ndarray, pairs: np.ndarray, table: np.ndarray, near: int, cap: float | None
+) -> float:
+    """How far the near pairs' results stray from the Bradley-Terry fit, as a variance ratio (1: no more
+    than the model's own noise; :data:`DISPERSION_MIN_PAIRS` pairs or fewer: 1).
+
+    For each pair at most ``near`` places apart in the fit's order, the Pearson statistic of its score
+    ``(w / g - p)^2 * g' / v``: ``p`` the fit's expected score of the low index, ``v`` the variance of one
+    match's score under the model with the pair's own draw share (at least :data:`DISPERSION_VAR_FLOOR`),
+    and ``g'`` the games the weighted fit counts the pair as (``min(games, cap)``). Their mean, over one
+    minus the share of degrees of freedom the fit used, is the quasi-likelihood dispersion."""
+    table = np.asarray(table, dtype=np.float64).reshape(-1, 3)
+    n = theta.size
+    if n < 2 or table.shape[0] <= DISPERSION_MIN_PAIRS:
+        return 1.0
+    games = table.sum(axis=1)
+    share = (table[:, 2] + 0.5 * table[:, 1]) / games
+    p = 1.0 / (1.0 + np.exp(theta[pairs[:, 1]] - theta[pairs[:, 0]]))
+    draws = table[:, 1] / games
+    var = np.maximum(np.maximum(p - draws / 2.0, 0.0) + draws / 4.0 - p * p, DISPERSION_VAR_FLOOR)
+    counted = games if cap is None else np.minimum(games, cap)
+    chi = (share - p) ** 2 * counted / var
+    place = np.empty(n, dtype=np.int64)
+    place[np.argsort(-theta, kind="stable")] = np.arange(n)
+    close = np.abs(place[pairs[:, 0]] - place[pairs[:, 1]]) <= max(1, near)
+    used = (n - 1) / table.shape[0]
+    if not close.any() or used >= 1.0:
+        return 1.0
+    return float(chi[close].mean() / (1.0 - used))
 
 
 def fit_table(
@@ -291,19 +341,27 @@ def fit_table(
         weights=pair_weights(table, cap=pair_matches if pair_matches > 0 else None),
         keep_replicates=True,
     )
-    intervals = {c: (float(bt.theta[k]), float(bt.lower[k]), float(bt.upper[k])) for k, c in enumerate(ids)}
-    point, low, high = field_scores(bt.theta, bt.lower, bt.upper, bt.replicates)
+    theta, lower, upper, replicates = bt.theta, bt.lower, bt.upper, bt.replicates
+    dispersion = misfit_dispersion(theta, pairs, table, near, pair_matches or None)
+    widen = math.sqrt(max(1.0, dispersion))
+    if widen > 1.0:  # the model misses more than its noise: every interval widens by sqrt(dispersion)
+        lower, upper = theta + widen * (lower - theta), theta + widen * (upper - theta)
+        if replicates is not None:
+            replicates = theta + widen * (replicates - theta)
+    intervals = {c: (float(theta[k]), float(lower[k]), float(upper[k])) for k, c in enumerate(ids)}
+    point, low, high = field_scores(theta, lower, upper, replicates)
     scores = {c: (float(point[k]), float(low[k]), float(high[k])) for k, c in enumerate(ids)}
     return PairFit(
         intervals,
-        pair_verdicts(ids, bt.theta, bt.lower, bt.upper, bt.replicates, margin),
+        pair_verdicts(ids, theta, lower, upper, replicates, margin),
         margin,
         len(ids) <= ALL_PAIRS_MAX,
         bt.method,
         bt.n_results,
-        bt.replicates if keep_replicates else None,
+        replicates if keep_replicates else None,
         tuple(ids),
         scores,
-        needs_play(ids, bt.theta, pairs, table, near, pair_matches),
+        needs_play(ids, theta, pairs, table, near, pair_matches),
         full_pairs(ids, pairs, table, pair_matches),
+        dispersion,
     )
