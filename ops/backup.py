@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, connections
@@ -52,7 +53,7 @@ def _sha256(path: Path) -> str:
 
 
 def _pg_env() -> tuple[list[str], dict[str, str]]:
-    db = settings.DATABASES["default"]
+    db: dict[str, Any] = settings.DATABASES["default"]
     args = ["--dbname", db["NAME"]]
     if db.get("HOST"):
         args += ["--host", db["HOST"]]
@@ -100,7 +101,7 @@ def _dump_database(out: Path) -> str:
 def _data_filter(data_dir: Path, out_dir: Path) -> Callable[[tarfile.TarInfo], tarfile.TarInfo | None]:
     """Leaves out SKIPPED folders, the SQLite files (dumped apart) and the backups folder when it lies in
     DATA_DIR (a backup never holds the earlier ones)."""
-    sqlite_file = Path(settings.DATABASES["default"]["NAME"]) if connection.vendor == "sqlite" else None
+    sqlite_file = Path(str(settings.DATABASES["default"]["NAME"])) if connection.vendor == "sqlite" else None
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         top = Path(info.name).parts[1:2]
@@ -240,7 +241,10 @@ def _is_sqlite_file(path: Path) -> bool:
 def describe(archive: Path) -> str:
     """One line about an archive (for the commands' output)."""
     with tarfile.open(archive) as tar:
-        manifest = json.load(io.TextIOWrapper(tar.extractfile("manifest.json")))
+        member = tar.extractfile("manifest.json")
+        if member is None:
+            raise BackupError(f"{archive}: manifest.json is not a file")
+        manifest = json.load(io.TextIOWrapper(member))
     size = archive.stat().st_size
     migrations = len(manifest["migrations"])
     return f"{archive} ({size / 1048576:.1f} MiB, {manifest['database']}, {migrations} migrations)"

@@ -17,9 +17,13 @@ leave. ``PrivateExceptionReporterFilter`` applies the rule to Django's reports (
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import ItemsView
+from typing import TYPE_CHECKING, Any, cast
 
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
+
+if TYPE_CHECKING:
+    from sentry_sdk.types import Event, Hint
 
 #: An exception message is cut to its first line and this many characters.
 MESSAGE_CHARS = 300
@@ -81,9 +85,14 @@ def init_sentry(dsn: str, *, environment: str, release: str) -> None:
         include_source_context=False,
         max_request_body_size="never",
         max_breadcrumbs=0,
-        before_send=scrub_event,
+        before_send=_before_send,
         traces_sample_rate=0.0,
     )
+
+
+def _before_send(event: Event, hint: Hint) -> Event | None:
+    """``scrub_event`` as Sentry's typed hook (the event is a plain dict at run time)."""
+    return cast("Event", scrub_event(cast("dict[str, Any]", event), hint))
 
 
 class PrivateExceptionReporterFilter(SafeExceptionReporterFilter):
@@ -92,8 +101,8 @@ class PrivateExceptionReporterFilter(SafeExceptionReporterFilter):
     def get_post_parameters(self, request: Any) -> dict[str, str]:
         return {}
 
-    def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> list[tuple[str, str]]:
-        return []
+    def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> ItemsView[str, Any]:
+        return {}.items()
 
 
 class PrivateExceptionReporter(ExceptionReporter):

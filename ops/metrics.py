@@ -145,7 +145,7 @@ class ArenaCollector(Collector):
             sample = list(
                 recent.order_by("-finished_at").values_list("id", "started_at", "finished_at")[:SAMPLE_LIMIT]
             )
-            took = sorted((f - s).total_seconds() for _, s, f in sample if s is not None)
+            took = sorted((f - s).total_seconds() for _, s, f in sample if s is not None and f is not None)
             for quantile, value in _quantiles(took):
                 duration.add_metric([game, quantile], value)
             kinds = (
@@ -176,7 +176,7 @@ class ArenaCollector(Collector):
             .order_by("-id")
             .values_list("duration_s", flat=True)[: SAMPLE_LIMIT // 10]
         )
-        for quantile, value in _quantiles(sorted(values)):
+        for quantile, value in _quantiles(sorted(v for v in values if v is not None)):
             duration.add_metric([quantile], value)
         yield duration
 
