@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from agent_uploads.languages import ENTRY_FILES as LANGUAGE_ENTRY_FILES
 from agent_uploads.languages import Language, detect_language
@@ -293,9 +293,10 @@ def validate_zip(
     the result carries (``ValidatedZip.kept``), read in the same pass as every other file."""
     limits = limits or ZipLimits()
     if isinstance(source, str | Path):
-        zip_path: Path | None = Path(source)
+        path = Path(source)
+        zip_path: Path | None = path
         try:
-            fh: BinaryIO = open(zip_path, "rb")  # noqa: SIM115 - closed below
+            fh = cast(BinaryIO, open(path, "rb"))  # noqa: SIM115 - closed below
         except OSError as exc:
             raise UnreadableUpload(f"the upload cannot be read: {exc.strerror}") from exc
         owned = True

@@ -181,7 +181,7 @@ def resolve_wanted(
     pins: list[tuple[str, str, str, str]] = []
     try:
         remembered = json.loads(memo.read_text())
-        pins = [tuple(p) for p in remembered["pins"]]  # type: ignore[misc]
+        pins = [tuple(p) for p in remembered["pins"]]
         requirements = list(remembered["requirements"])
         for old, new, _, _ in pins:
             origins[new] = origins.get(old, old)

@@ -461,10 +461,10 @@ def build_stack(
             info = tarfile.TarInfo("Dockerfile")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-            for wheel in resolution.wheels:
-                tar.add(cache.wheel_path(wheel), arcname=f"wheels/{wheel.filename}")
+            for resolved in resolution.wheels:
+                tar.add(cache.wheel_path(resolved), arcname=f"wheels/{resolved.filename}")
         context.seek(0)
-        output = []
+        output: list[str] = []
         for item in client.api.build(
             fileobj=context, custom_context=True, tag=image_name, rm=True, forcerm=True, pull=False,
             decode=True, network_mode="none",
