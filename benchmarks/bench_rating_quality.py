@@ -69,6 +69,7 @@ from django.conf import settings  # noqa: E402
 
 from environments import get_info  # noqa: E402
 from environments.hidden_skill.rules import LEVELS, MAX_RAND_PROB, MAX_TIE_PROB  # noqa: E402
+from run_duel.stopping import SequentialTest, StopRule  # noqa: E402
 from tournament_manager.actions import get_environment_rater, ladder_policy, ladder_queue_target  # noqa: E402
 from tournament_manager.bradley_terry import fit_pair_counts  # noqa: E402
 from tournament_manager.duel_plan import DuelCost  # noqa: E402
@@ -340,8 +341,10 @@ def run_league(
     unfitted = replace(setup, fit_every_s=None)  # baselines ignore settled pairs: no refits to pay for
     n = make_league(0).n_agents
     policy = ladder_policy(info.matches_per_duel, cost)
+    # Production passes the stop rule to ladder duels only: ours' duels stop when decided (--no-stop: not).
+    stopping = setup if args.no_stop else replace(setup, stop_test=lambda: SequentialTest(StopRule()))
     strategies: dict[str, tuple[Callable[[int], Planner], LadderSetup]] = {
-        "ours": (lambda seed: policy_planner(rater, policy), setup),
+        "ours": (lambda seed: policy_planner(rater, policy), stopping),
         "round-robin": (lambda seed: round_robin(n, 12345 + seed), unfitted),
         "random": (lambda seed: random_pairs, unfitted),
         "today": (lambda seed: policy_planner(rater, TODAY), unfitted),
@@ -354,12 +357,15 @@ def run_league(
     curves: dict[str, list[dict[float, float]]] = {k: [] for k in strategies}
     covers: dict[str, list[dict[float, float]]] = {k: [] for k in strategies}
     n_clear = []
+    stopped = {k: [0, 0] for k in strategies}  # duels stopped when decided, duels finished
     for seed in range(args.seeds):
         truth = make_truth(make_league(seed))
         n_clear.append(truth.clear_i.size)
         for k, (make, su) in strategies.items():
             sim = LadderSimulation(make_league(seed), rater, make(seed), su, seed)
             curve, cover = curve_of(sim, truth, budget, step, args.coverage_every)
+            stopped[k][0] += sim.stopped_early
+            stopped[k][1] += sim.duels_finished
             curves[k].append(curve)
             covers[k].append(cover)
     print(
@@ -374,6 +380,16 @@ def run_league(
         f"(difference interval excludes 0 or within +-{setup.tie_margin:g}), daily budget "
         f"{policy.daily_duels or 'none'}"
     )
+    if "ours" in stopped:
+        early, finished = stopped["ours"]
+        print(
+            f"ours: {early} of {finished} duels stopped when decided"
+            + (
+                " (--no-stop)"
+                if args.no_stop
+                else " (run_duel.stopping, as the referee does for ladder duels)"
+            )
+        )
     print("clearly different pairs ordered right: mean (worst seed); coverage of the 95 % intervals")
     print(f"{'worker-s':>9} | " + " | ".join(f"{k:^26}" for k in strategies))
     xs = [step * i for i in range(1, args.points + 1)]
@@ -474,12 +490,13 @@ def resting(cost: DuelCost, rater: Rater, args: argparse.Namespace) -> None:
     policy = ladder_policy(info.matches_per_duel, cost)
     warm = args.settle_hours * 3600.0
     print(f"\n=== resting: 10 Connect Four agents, after {args.settle_hours:g} simulated hours ===")
-    for label, pol in (("today", TODAY), ("ours", policy)):
+    stopping = setup if args.no_stop else replace(setup, stop_test=lambda: SequentialTest(StopRule()))
+    for label, pol, su in (("today", TODAY, setup), ("ours", policy, stopping)):
         per_hour, rank_s, duels, last_s = [], [], [], []
         for seed in range(args.seeds):
             league, new, truth = sub_league(seed)
             sim = LadderSimulation(
-                league, rater, policy_planner(rater, pol), setup, seed, agents=list(range(new))
+                league, rater, policy_planner(rater, pol), su, seed, agents=list(range(new))
             )
             sim.run(lambda s: False, max_time_s=warm)
             before = len(sim.started)
@@ -511,6 +528,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", help="strategies (ours, round-robin, random, today)")
     ap.add_argument("--settle-hours", type=float, default=6.0)
     ap.add_argument("--no-resting", action="store_true")
+    ap.add_argument("--no-stop", action="store_true", help="ours' duels play every match (no stop rule)")
     args = ap.parse_args()
     rater = get_environment_rater()
     mode, docker, measured = load_cost()

@@ -4,7 +4,9 @@ What it reproduces: matchmaking runs every ``matchmake_interval_s`` and tops the
 ``queue_target`` duels queued or running (``TM_LADDER_QUEUE_TARGET``); ``workers`` duels run at once
 (worker concurrency), first in first out; a duel of ``k`` matches occupies its worker for
 ``cost.seconds(k)`` (:class:`~tournament_manager.duel_plan.DuelCost`) and its matches alternate the first
-move (the referee's rule), are rated one by one when the duel finishes (a match lost to an error teaches
+move (the referee's rule), are drawn when it starts (so that a duel that stops when decided,
+``LadderSetup.stop_test``, occupies its worker and is charged for the matches it played), are rated one
+by one when the duel finishes (a match lost to an error teaches
 nothing but was paid for), and the competitors' ``in_flight``, ``last_played_at`` and duels of the last
 24 hours are what matchmaking sees. Worker-seconds are counted when a duel finishes. The results are also
 kept as a pair table (what ``PairRecord`` holds), refitted by the leaderboard's Bradley-Terry fit
@@ -41,6 +43,14 @@ DAY_S = 86_400.0
 Planner = Callable[[list[Candidate], int, random.Random, datetime, PairFit | None], list[PlannedDuel]]
 
 
+class Stopper(Protocol):
+    """A running sequential test of one duel (``run_duel.stopping.SequentialTest``)."""
+
+    def add_pair(self, scores: list[tuple[float, float]]) -> None: ...
+
+    def decided(self) -> str | None: ...
+
+
 class League(Protocol):
     """What the simulation needs from a league."""
 
@@ -67,6 +77,9 @@ class LadderSetup:
     tie_margin: float = TIE_MARGIN
     pair_matches: int = PAIR_MATCHES
     near: int = NEAR
+    #: Duels that stop when decided: a new sequential test per duel (``run_duel.stopping.SequentialTest``
+    #: or anything with ``add_pair`` and ``decided``); None: every duel plays all its matches.
+    stop_test: Callable[[], Stopper] | None = None
 
 
 @dataclass
@@ -99,10 +112,12 @@ class LadderSimulation:
         self.worker_seconds = 0.0
         self.duels_finished = 0
         self.matches_played = 0
+        #: Duels the stop test ended before their planned length.
+        self.stopped_early = 0
         #: (start time, a, b, matches) of every duel started.
         self.started: list[tuple[float, int, int, int]] = []
         self._queue: deque[tuple[int, int, int]] = deque()
-        self._running: list[tuple[float, int, int, int, int]] = []
+        self._running: list[tuple[float, int, int, int, list[float | None]]] = []
         self._free = setup.workers
         self._next_matchmake = 0.0
         self._seq = 0
@@ -179,28 +194,45 @@ class LadderSimulation:
                     self.agents[c].in_flight += 1
         self._start_queued()
 
+    def _play(self, a: int, b: int, k: int) -> list[float | None]:
+        """The outcomes (a's view) of a duel of ``k`` matches, first move alternating, cut after the
+        first whole pair at which the setup's stop test is decided (a pair with a lost match is no
+        evidence), as the referee does."""
+        test = self.setup.stop_test() if self.setup.stop_test is not None else None
+        outcomes: list[float | None] = []
+        for i in range(k):
+            first, second = (a, b) if i % 2 == 0 else (b, a)
+            outcome = self.league.play(first, second)
+            outcomes.append(outcome if outcome is None or first == a else 1.0 - outcome)
+            pair = outcomes[-2:]
+            if test is None or len(outcomes) % 2 or len(outcomes) >= k or None in pair:
+                continue
+            test.add_pair([(o, 1.0 - o) for o in pair if o is not None])
+            if test.decided():
+                self.stopped_early += 1
+                break
+        return outcomes
+
     def _start_queued(self) -> None:
         while self._free and self._queue:
             a, b, k = self._queue.popleft()
             self._free -= 1
             self._seq += 1
-            heapq.heappush(self._running, (self.now_s + self.setup.cost.seconds(k), self._seq, a, b, k))
+            outcomes = self._play(a, b, k)
+            end = self.now_s + self.setup.cost.seconds(len(outcomes))
+            heapq.heappush(self._running, (end, self._seq, a, b, outcomes))
             self.started.append((self.now_s, a, b, k))
             for c in (a, b):
                 self.agents[c].recent.append(self.now_s)
 
     def _finish(self) -> None:
-        end, _, a, b, k = heapq.heappop(self._running)
+        end, _, a, b, outcomes = heapq.heappop(self._running)
         self.now_s = end
         sa, sb = self.agents[a], self.agents[b]
-        for i in range(k):
-            first, second = (a, b) if i % 2 == 0 else (b, a)
-            outcome = self.league.play(first, second)
+        for outcome in outcomes:
             self.matches_played += 1
             if outcome is None:
                 continue
-            if first != a:
-                outcome = 1.0 - outcome
             sa.skill, sb.skill = self.rater.rate(sa.skill, sb.skill, outcome)
             low_outcome = outcome if a < b else 1.0 - outcome
             self.table.setdefault((min(a, b), max(a, b)), [0, 0, 0])[round(low_outcome * 2)] += 1
@@ -210,7 +242,7 @@ class LadderSimulation:
         for s in (sa, sb):
             s.in_flight -= 1
             s.last_played_s = end
-        self.worker_seconds += self.setup.cost.seconds(k)
+        self.worker_seconds += self.setup.cost.seconds(len(outcomes))
         self.duels_finished += 1
         self._free += 1
         self._start_queued()
