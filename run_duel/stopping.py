@@ -7,7 +7,8 @@ two are dealt from the same seed with the seats swapped (duplicate play), so a p
 of a duel that is fair to both players. The referee therefore looks at the rule only after an even
 number of matches and never splits a duplicate pair.
 
-The rule. Let ``x`` be player 1's mean score over a pair (0, 0.25, 0.5, 0.75 or 1; draws count 0.5).
+The rule. Let ``x`` be player 1's share of a pair's points (0, 0.25, 0.5, 0.75 or 1; a draw is half a
+point each; a pair in which both players failed, and nobody scored, is skipped).
 For an advantage ``d`` (player 1's expected score ``1/2 + d``) the factor ``1 + 4d (x - 1/2)`` is Wald's
 likelihood ratio of a coin with ``p = 1/2 + d`` against a fair one when ``x`` is 0 or 1, and a draw
 (``x = 1/2``) carries no evidence. The duel's evidence ``E`` is the product of these factors over the
@@ -89,10 +90,13 @@ class SequentialTest:
         self._log_down = [0.0] * len(self.rule.effects)
 
     def add_pair(self, scores: Sequence[tuple[float, float]]) -> None:
-        """Count one pair: the (player 1, player 2) scores of its matches."""
+        """Count one pair: the (player 1, player 2) scores of its matches. ``x`` is player 1's share of the
+        points; a pair in which nobody scored (both players failed) is no evidence."""
         p1 = sum(s[0] for s in scores)
         p2 = sum(s[1] for s in scores)
-        x = p1 / len(scores)
+        if p1 + p2 <= 0:
+            return
+        x = p1 / (p1 + p2)
         self.pairs += 1
         self.lead += p1 - p2
         for i, d in enumerate(self.rule.effects):

@@ -39,6 +39,13 @@ def test_drawn_pairs_and_pairs_split_by_the_first_move_are_never_decided():
     assert _pairs_to_decide([WIN, LOSS], StopRule()) is None  # each won from the same seat
 
 
+def test_a_pair_in_which_both_players_failed_is_no_evidence():
+    test = SequentialTest(StopRule())
+    for _ in range(20):
+        test.add_pair([(0.0, 0.0), (0.0, 0.0)])
+    assert test.pairs == 0 and test.decided() is None
+
+
 def test_equal_players_stop_early_at_most_alpha_of_the_time_however_long_they_play():
     """Ville's bound, seeded: 2,000 duels of 100 pairs between equal players whose matches are noisy
     (wins, losses and draws), and who win more often with the first move."""
