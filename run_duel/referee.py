@@ -248,19 +248,19 @@ class Referee:
     def _close(self, *agents: Seat) -> None:
         """Say ``close`` to each running agent, give them a moment to close their channel (the harness
         does at once), then kill them: their logs hold what they wrote before closing."""
-        running = [a for a in agents if a.proc is not None]
-        for agent in running:
+        running = [(a, a.proc) for a in agents if a.proc is not None]
+        for agent, _ in running:
             try:
                 agent.say_close()
             except Exception:
                 log.exception("closing %s failed", agent.name)
         deadline = time.monotonic() + CLOSE_GRACE_S
-        for agent in running:
-            agent.proc.channel.wait_closed(max(0.0, deadline - time.monotonic()))
+        for _, proc in running:
+            proc.channel.wait_closed(max(0.0, deadline - time.monotonic()))
         kill_many = getattr(self.sandbox, "kill_many", None)
         if len(running) > 1 and callable(kill_many):  # e.g. Docker: remove the containers concurrently
-            kill_many([agent.proc for agent in running])
-        for agent in running:
+            kill_many([proc for _, proc in running])
+        for agent, _ in running:
             agent.discard()
 
     def _ensure_running(self) -> None:
@@ -302,7 +302,7 @@ class Referee:
         if self.cpu_slot is None or not agents:
             return
         cpus = self.cpu_slot.cpus
-        procs = [agent.proc for agent in agents]
+        procs = [agent.proc for agent in agents if agent.proc is not None]
         pin_many = getattr(self.sandbox, "pin_many", None)
         if len(procs) > 1 and callable(pin_many):  # e.g. Docker: one engine call per container
             pin_many(procs, cpus)
