@@ -1,7 +1,8 @@
 """Recovering work from the database when workers or the broker lose it (called by the reaper).
 
 Every comparison with "now" is the database's clock. Nothing here depends on what the broker says: a
-lost hint, a lost rating trigger or a dead worker is found from the rows alone.
+lost hint or a dead worker is found from the rows alone (a lost rating trigger:
+``core.rating_outbox.resend_rating_triggers``).
 """
 
 from __future__ import annotations
