@@ -191,7 +191,8 @@ def _agents(refs: list[str], game: str, formats: list[str] | None = None) -> lis
     from rl_arena_client.local import Agent
     from run_duel.api import agent_formats
 
-    agents, seen = [], {}
+    agents: list[Agent] = []
+    seen: dict[str, int] = {}
     for i, ref in enumerate(refs):
         folder, name = resolve(ref)
         seen[name] = seen.get(name, 0) + 1

@@ -30,7 +30,7 @@ def _finish(step: dict[str, Any], shape: list[int] | None = None) -> dict[str, A
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 yield _finish(json.loads(line))

@@ -58,7 +58,7 @@ def upload_agent(
     if path.is_file():
         archive = read_zip_for_upload(path)
         with zipfile.ZipFile(path) as zf:
-            python = upload_entry(zf.namelist()).endswith(".py")
+            python = (upload_entry(zf.namelist()) or "").endswith(".py")
         folder = resolve(str(path))[0] if python else None  # extracted, to compile its Python
     elif path.exists() or path.is_symlink():
         archive, folder = zip_folder(path), path.resolve()
