@@ -25,7 +25,8 @@ same zip again finds the image by tag and returns at once; a tag is never re-poi
 
 With a registry (``AGENT_REGISTRY``, ``run_duel.registry``) every image is then pushed to
 ``<registry>/<repository>:<same tag>`` and named by what the registry recorded:
-``<registry>/<repository>@sha256:<digest>``, the immutable reference workers pull (``run_duel.images``).
+``<registry>/<repository>@sha256:<digest>``, the immutable reference workers pull
+(``run_duel.sandbox.images``).
 A push the registry refuses is an INFRA failure, never the submission's.
 """
 

@@ -329,14 +329,14 @@ PLAY_MAX_LIVE_PER_USER = env_int("PLAY_MAX_LIVE_PER_USER", 2, minimum=1)
 # Absolute links in notification emails ("https://arena.example.org"); empty: site paths only.
 SITE_URL = (env_str("SITE_URL", "") or "").rstrip("/")
 
-# --- agent images: the registry and each worker's image cache (run_duel/registry.py, run_duel/images.py) --
+# --- agent images: the registry and each worker's image cache (run_duel/registry.py, sandbox/images.py) --
 # AGENT_REGISTRY: [http://|https://]host[:port][/prefix]; empty or "none": no registry, agent images stay in
 # the Docker engine that built them (one machine only). Parsed by run_duel.settings (see above); the address
 # is checked here once, loudly, at start-up.
 AGENT_REGISTRY_USERNAME = _RUN_DUEL.registry_username
 AGENT_REGISTRY_PASSWORD = _RUN_DUEL.registry_password
 AGENT_REGISTRY_API_URL = _RUN_DUEL.registry_api_url
-# Bytes of agent images each worker host keeps (the pull-time trim of run_duel/images.py and the image
+# Bytes of agent images each worker host keeps (the pull-time trim of run_duel/sandbox/images.py and the image
 # collector of duel_runner/image_gc.py); least recently used unused ones go first (0: no limit).
 AGENT_IMAGE_CACHE_BYTES = _RUN_DUEL.image_cache_bytes
 # How often the image collector removes images of revisions that can no longer play (duel_runner/image_gc.py).

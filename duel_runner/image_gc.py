@@ -21,10 +21,10 @@ plays there.
 
 An image several revisions share (the same content builds the same tag) takes the most protective class of
 them. Images no revision of this database names are someone else's (another deployment on the engine, an
-operator's) and are never touched. Removal takes the launch lock ``run_duel.images`` holds from "the image
-is here" to "the container exists" (exclusively and without waiting: a launch in progress wins), asks the
-engine whether a container uses the image, and removes each of its names without ``force``, so the engine
-itself refuses an image in use.
+operator's) and are never touched. Removal takes the launch lock ``run_duel.sandbox.images`` holds from
+"the image is here" to "the container exists" (exclusively and without waiting: a launch in progress wins),
+asks the engine whether a container uses the image, and removes each of its names without ``force``, so the
+engine itself refuses an image in use.
 
 The registry copy of a retired revision is deleted only with ``AGENT_REGISTRY_DELETE_RETIRED=1`` (for a
 registry this deployment alone uses: another deployment pushing the same content gets the same digest), and
@@ -115,7 +115,7 @@ def playing_revision_ids() -> set[int]:
 
 class ImageCollector:
     """One pass over this host's agent images (module docstring). ``cache`` gives the launch locks and
-    last-use stamps of ``run_duel.images``; its engine client is the one used."""
+    last-use stamps of ``run_duel.sandbox.images``; its engine client is the one used."""
 
     def __init__(
         self, *, budget_bytes: int, cache: ImageCache, registry_delete: bool = False, grace_s: float = 0.0
@@ -293,7 +293,7 @@ def collect_images(
     ).run()
 
 
-#: The file whose mtime is this host's last collection (beside the launch locks of ``run_duel.images``).
+#: The file whose mtime is this host's last collection (beside the launch locks of the image cache).
 STAMP_FILE = "collector.stamp"
 #: Tasks after which a worker checks whether its host is due for a collection.
 HOST_TASKS = ("builder.build_revision", "duel_runner.smoke_test_revision", "duel_runner.run_duel")

@@ -29,17 +29,6 @@ if TYPE_CHECKING:
     from run_duel.duel_result import DuelResultError, validate_duel_json
     from run_duel.harness import HARNESS_DIR
     from run_duel.health import sandbox_problem
-    from run_duel.images import (
-        AGENT_IMAGE_LABEL,
-        HostLock,
-        ImageCache,
-        ImageDigestMismatch,
-        ImageMissing,
-        ImageUnavailable,
-        cache_budget_from_env,
-        ensure_images,
-        parse_digest_ref,
-    )
     from run_duel.outcomes import DuelResult, MatchResult
     from run_duel.referee import limits_for, play_duel
     from run_duel.registry import RegistryConfig, RegistryConfigError
@@ -55,6 +44,17 @@ if TYPE_CHECKING:
     from run_duel.sandbox.docker_client import get_client as get_docker_client
     from run_duel.sandbox.docker_pools import close_warm_pools
     from run_duel.sandbox.docker_warm import ReusePolicy
+    from run_duel.sandbox.images import (
+        AGENT_IMAGE_LABEL,
+        HostLock,
+        ImageCache,
+        ImageDigestMismatch,
+        ImageMissing,
+        ImageUnavailable,
+        cache_budget_from_env,
+        ensure_images,
+        parse_digest_ref,
+    )
     from run_duel.sandbox.orphans import reap_orphans
     from run_duel.seat import PlayerFault, Seat
 
@@ -142,7 +142,7 @@ _EXPORTS = {
             "ensure_images",
             "parse_digest_ref",
         ),
-        "run_duel.images",
+        "run_duel.sandbox.images",
     ),
     **dict.fromkeys(("DuelResult", "MatchResult"), "run_duel.outcomes"),
     **dict.fromkeys(("limits_for", "play_duel"), "run_duel.referee"),

@@ -25,7 +25,7 @@ launches are removed by the sandbox's remover, a tracked background thread that 
 waits for.
 
 The image: ``LaunchSpec.agent`` names it as the revision recorded it (``<registry>/<repo>@sha256:<digest>``
-with a registry). ``launch`` holds it through ``run_duel.images.ImageCache.use`` until the container
+with a registry). ``launch`` holds it through ``run_duel.sandbox.images.ImageCache.use`` until the container
 exists: pulled by digest if this engine lacks it (once per host), verified, and safe from the image
 cache's trimming meanwhile. ``ImageUnavailable``/``ImageMissing``/``ImageDigestMismatch`` are
 ``SandboxError``s: infrastructure.
@@ -51,7 +51,6 @@ from docker.errors import ImageNotFound
 
 from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, DataError, fill_folder
 from run_duel.channel import Channel
-from run_duel.images import ImageCache, ImageUnavailable
 from run_duel.sandbox.base import AgentDataRefused, LaunchSpec, Sandbox, SandboxError
 from run_duel.sandbox.docker_client import get_client
 from run_duel.sandbox.docker_config import (
@@ -82,6 +81,7 @@ from run_duel.sandbox.docker_warm import (
     warm_capable,
     warm_key,
 )
+from run_duel.sandbox.images import ImageCache, ImageUnavailable
 from run_duel.sandbox.tail_reader import TailReader
 
 __all__ = ["CONNECT_TIMEOUT_S", "DockerSandbox"]
@@ -180,7 +180,7 @@ class DockerSandbox(Sandbox):
         system temp folder). When the referee itself runs in a container talking to the host's engine,
         this folder must exist at the same path in that container and on the host (bind mounts are
         resolved by the engine, on the host). ``images`` fetches and caches agent images (default: the
-        registry and cache budget of the environment, ``run_duel.images``). ``reuse`` says whether
+        registry and cache budget of the environment, ``run_duel.sandbox.images``). ``reuse`` says whether
         agents run in warm containers kept between duels (``docker_warm``; default off: the platform turns
         it on with its ``DUEL_SANDBOX_REUSE*`` settings, ``duel_runner.tasks.duel_sandbox``)."""
         base = runtime_base(runtime_dir)

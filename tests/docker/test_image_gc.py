@@ -18,7 +18,7 @@ import pytest
 
 from core.models import Competitor, Duel, Revision
 from duel_runner.image_gc import collect_images
-from run_duel.images import ImageCache
+from run_duel.sandbox.images import ImageCache
 from tests.web import factories
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]
@@ -149,9 +149,9 @@ def test_with_the_setting_retired_images_leave_the_registry_too(base_image, tmp_
     from registry_support import PrivateRegistry
 
     from builder import build_submission
-    from run_duel.images import parse_digest_ref
     from run_duel.registry import RegistryConfig
     from run_duel.sandbox.docker_client import get_client
+    from run_duel.sandbox.images import parse_digest_ref
 
     api = get_client().api
     registry = PrivateRegistry(tmp_path / "registry").start()
@@ -233,8 +233,8 @@ def test_every_host_collects_after_its_own_work_at_most_once_per_interval(
 
     from builder.tasks import build_revision
     from duel_runner.image_gc import STAMP_FILE, collect_if_due
-    from run_duel.images import LOCK_FOLDER, HostLock
     from run_duel.sandbox.docker_client import get_client
+    from run_duel.sandbox.images import LOCK_FOLDER, HostLock
 
     api = get_client().api
     monkeypatch.setenv("AGENT_RUNTIME_DIR", str(tmp_path / "runtime"))

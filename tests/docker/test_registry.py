@@ -31,7 +31,10 @@ from registry_support import PrivateRegistry
 from builder import BuildResult, build_submission
 from builder.settings import BuilderSettings
 from run_duel.api import LaunchSpec, SandboxError, play_duel
-from run_duel.images import (
+from run_duel.registry import RegistryConfig
+from run_duel.sandbox.docker import DockerSandbox
+from run_duel.sandbox.docker_client import get_client
+from run_duel.sandbox.images import (
     ImageCache,
     ImageDigestMismatch,
     ImageMissing,
@@ -39,9 +42,6 @@ from run_duel.images import (
     ensure_images,
     parse_digest_ref,
 )
-from run_duel.registry import RegistryConfig
-from run_duel.sandbox.docker import DockerSandbox
-from run_duel.sandbox.docker_client import get_client
 
 pytestmark = pytest.mark.docker
 
@@ -231,7 +231,7 @@ def test_an_image_missing_from_the_engine_is_pulled_by_digest_before_the_duel(
 ENSURE_SCRIPT = """
 import json, os, sys, time
 from pathlib import Path
-from run_duel.images import ImageCache
+from run_duel.sandbox.images import ImageCache
 from run_duel.registry import RegistryConfig
 address, ref, lock_dir, go = sys.argv[1:5]
 cache = ImageCache(registry=RegistryConfig.parse(address), budget_bytes=0, lock_dir=Path(lock_dir))

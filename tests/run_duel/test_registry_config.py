@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from envsettings import SettingsError
-from run_duel.images import DEFAULT_CACHE_BYTES, cache_budget_from_env, parse_digest_ref
 from run_duel.registry import RegistryConfig, RegistryConfigError
+from run_duel.sandbox.images import DEFAULT_CACHE_BYTES, cache_budget_from_env, parse_digest_ref
 
 DIGEST = "sha256:" + "ab" * 32
 

@@ -20,8 +20,8 @@ from autoscaler.settings import AutoscalerSettings, autoscaler_settings
 from builder.settings import BuilderSettings
 from envsettings import SettingsError, env_bool, env_int, env_secret, env_url, once_per_environment
 from run_duel.cpu_slots import pinning_enabled
-from run_duel.images import cache_budget_from_env
 from run_duel.registry import RegistryConfig
+from run_duel.sandbox.images import cache_budget_from_env
 from run_duel.settings import RunDuelSettings, run_duel_settings
 
 REPO = Path(__file__).resolve().parents[2]
