@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Field, Max
 from django.utils import timezone
 
 from core.actions import schedule_duel
@@ -95,7 +96,7 @@ def _records(duels: list[dict[str, Any]]) -> list[DuelRecord]:
     ]
 
 
-_DUEL_FIELDS = ("pk", "kind", "finished_at", "revision_1_id", "revision_2_id")
+_DUEL_FIELDS: tuple[str, ...] = ("pk", "kind", "finished_at", "revision_1_id", "revision_2_id")
 _DUEL_FIELDS += ("revision_1__competitor_id", "revision_2__competitor_id")
 
 
@@ -105,8 +106,8 @@ def _copy_into(row: Rating, state: RatingState) -> None:
         setattr(row, f, getattr(state, f))
 
 
-_RATING_FIELDS = ("mu", "sigma", "skill", "matches", "wins", "draws", "losses", "errors", "duels")
-_RATING_FIELDS += ("last_played_at", "updated_at")
+_RATING_FIELDS: tuple[str, ...] = ("mu", "sigma", "skill", "matches", "wins", "draws", "losses", "errors")
+_RATING_FIELDS += ("duels", "last_played_at", "updated_at")
 
 
 def _save_ratings(rows: list[Rating]) -> None:
@@ -119,9 +120,11 @@ def _save_ratings(rows: list[Rating]) -> None:
         Rating.objects.bulk_update(rows, list(_RATING_FIELDS), batch_size=500)
         return
     meta = Rating._meta
-    columns = [meta.get_field(f).column for f in _RATING_FIELDS]
-    types = [meta.get_field(f).db_type(connection).split("(")[0] for f in _RATING_FIELDS]
-    pk_type = meta.pk.rel_db_type(connection)
+    fields = [meta.get_field(f) for f in _RATING_FIELDS]
+    assert all(isinstance(f, Field) for f in fields), "the rating fields are columns"
+    columns = [f.column for f in fields if isinstance(f, Field)]
+    types = [str(f.db_type(connection)).split("(")[0] for f in fields if isinstance(f, Field)]
+    pk_type = meta.pk.rel_db_type(connection)  # type: ignore[attr-defined]  # Field.rel_db_type: not in the stubs
     assignments = ", ".join(f'"{c}" = v."{c}"' for c in columns)
     arrays = ", ".join(f"%s::{t}[]" for t in [pk_type, *types])
     names = ", ".join(f'"{c}"' for c in ["id", *columns])
@@ -290,6 +293,7 @@ def matchmake(
             return []
         policy = ladder_policy(env.matches_per_duel)
         fit = tie_fit.stored_fit(environment_id)  # settled pairs: the Bradley-Terry fit's verdicts
+        to_play: Collection[tuple[int, int]]
         settled, to_play = (fit.needs_no_duel, fit.needs_play) if fit is not None else (None, ())
         cands = ladder_candidates(environment_id, rater, policy, batch=batch_size, to_play=to_play, rng=rng)
         revision_of = {c.id: rev for c, rev in cands}

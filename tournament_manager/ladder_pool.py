@@ -95,7 +95,9 @@ def _candidate_states(
 
 def state_of(row: Rating) -> RatingState:
     """The replay state of a Rating row loaded by :func:`load_states`."""
-    revision = row.last_revision_1 if row.last_competitor_1 == row.competitor_id else row.last_revision_2
+    # The annotations of load_states (the last rated duel's sides), not fields of the model.
+    first, c1 = getattr(row, "last_revision_1"), getattr(row, "last_competitor_1")  # noqa: B009
+    revision = first if c1 == row.competitor_id else getattr(row, "last_revision_2")  # noqa: B009
     return RatingState(
         skill=Skill(row.mu, row.sigma),
         matches=row.matches,
@@ -258,7 +260,8 @@ def _pool_ids(
         :limit
     ]
     window = max(WINDOW, 4 * batch)
-    wanted = [c for pair in to_play for c in pair][:window]
+    pairs = list(to_play)  # a random share of the fit's pairs to play, not the same ones every round
+    wanted = [c for pair in rng.sample(pairs, min(len(pairs), window // 2)) for c in pair]
     ids += free.filter(pk__in=wanted).values_list("pk", flat=True)
     n = ratings.count()
     start = rng.randrange(max(1, n - window + 1))
@@ -292,9 +295,9 @@ def ladder_candidates(
     competitors = Competitor.objects.filter(_PLAYABLE, environment_id=environment_id)
     if pool is not None:
         competitors = competitors.filter(pk__in=pool)
-    rows: list[dict[str, Any]] = list(
-        competitors.values("pk", "current_revision_id", "current_revision__content_hash")
-    )
+    rows: list[dict[str, Any]] = [
+        dict(row) for row in competitors.values("pk", "current_revision_id", "current_revision__content_hash")
+    ]
     ids = [c["pk"] for c in rows]
     ratings = _candidate_states(environment_id, ids)
     today = _ladder_today(ids, now - timedelta(days=1))

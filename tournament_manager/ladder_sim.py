@@ -261,7 +261,7 @@ class LadderSimulation:
             if self._running and self._running[0][0] <= self._next_matchmake:
                 self._finish()
                 if until(self):
-                    return
+                    return False
             else:
                 self.now_s = self._next_matchmake
                 self._matchmake()

@@ -192,7 +192,7 @@ def _read_file(environment_id: int) -> TieFit | None:
 
 
 #: environment id -> (the cached fit's ``computed_at``, the fit parsed from the cache).
-_cache_memo: dict[int, tuple[str, TieFit]] = {}
+_cache_memo: dict[int, tuple[str, TieFit | None]] = {}
 
 
 def _cached_fit(environment_id: int) -> TieFit | None:
