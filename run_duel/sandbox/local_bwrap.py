@@ -15,6 +15,7 @@ import time
 from run_duel.agent_data import DATA_DIR_IN_SANDBOX, fill_folder
 from run_duel.sandbox.base import SandboxError
 from run_duel.sandbox.local_user import file_identity
+from run_duel.settings import run_duel_settings
 
 #: How long bubblewrap may take to set up the sandbox before the data folder is filled.
 DATA_SETUP_TIMEOUT_S = 10.0
@@ -22,12 +23,12 @@ DATA_SETUP_TIMEOUT_S = 10.0
 #: The setting that allows running agents without bubblewrap (as plain subprocesses) when ``bwrap`` is
 #: missing: without it the local sandbox refuses to start rather than fall back silently.
 ALLOW_UNISOLATED_ENV = "SANDBOX_ALLOW_UNISOLATED"
-_TRUE = {"1", "on", "true", "yes"}
 
 
 def unisolated_allowed() -> bool:
-    """Whether ``$SANDBOX_ALLOW_UNISOLATED`` allows plain subprocesses (default: no)."""
-    return os.environ.get(ALLOW_UNISOLATED_ENV, "").strip().lower() in _TRUE
+    """Whether ``$SANDBOX_ALLOW_UNISOLATED`` allows plain subprocesses (default: no; a value that is not a
+    boolean stops the process, ``run_duel.settings``)."""
+    return run_duel_settings().allow_unisolated
 
 
 def bwrap_path() -> str | None:
