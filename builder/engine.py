@@ -16,7 +16,9 @@ from docker.errors import APIError, DockerException
 from docker.utils import kwargs_from_env
 from requests.exceptions import RequestException
 
+from builder.dockerfile import AGENT_UID
 from builder.settings import BuilderSettings
+from builder.wheels import PLATFORM_PROBE, WheelCacheError
 from run_duel.api import (
     ImageCache,
     RegistryConfig,
@@ -191,3 +193,21 @@ def run_build(context, tag: str, settings: BuilderSettings) -> tuple[str, str]:
             ) from exc
     log += f"(built in {time.monotonic() - started:.1f} s)\n"
     return log, image_id
+
+
+def probe_platform(image_id: str) -> str:
+    """The Python platform of ``image_id`` (``builder.wheels.PLATFORM_PROBE``'s output, run as the agent
+    user without network): which wheels fit the agents built on it."""
+    try:
+        output = get_client().containers.run(
+            image_id,
+            ["python3", "-c", PLATFORM_PROBE],
+            entrypoint=[],
+            network_mode="none",
+            user=f"{AGENT_UID}:{AGENT_UID}",
+            remove=True,
+            mem_limit="256m",
+        )
+    except DockerException as exc:
+        raise WheelCacheError(f"probing the base image's Python platform failed: {exc}") from exc
+    return output.decode()

@@ -44,11 +44,11 @@ from agent_uploads.languages import Language, detect_language
 from agent_uploads.requirements import RequirementsError
 from agent_uploads.zip_validation import ValidatedZip
 from builder.agent_packages import PackagePlan, plan_packages
-from builder.dockerfile import AGENT_UID, build_key, render_dockerfile, write_context
-from builder.engine import ImageBuildError, push_image, run_build, split_tag
+from builder.dockerfile import build_key, render_dockerfile, write_context
+from builder.engine import ImageBuildError, probe_platform, push_image, run_build, split_tag
 from builder.settings import BuilderSettings
 from builder.stacks import StackError
-from builder.wheels import PLATFORM_PROBE, WheelCache, WheelCacheError
+from builder.wheels import WheelCache, WheelCacheError
 from run_duel.api import RegistryConfig, RegistryConfigError
 from run_duel.api import get_docker_client as get_client
 
@@ -96,7 +96,7 @@ def resolve_requirements(
         cache = WheelCache(settings.wheel_cache)
         return plan_packages(
             validated,
-            lambda: cache.platform(base_image_id, lambda: _probe_platform(base_image_id)),
+            lambda: cache.platform(base_image_id, lambda: probe_platform(base_image_id)),
             settings,
             client,
         )
@@ -106,22 +106,6 @@ def resolve_requirements(
         raise ImageBuildError(str(exc), kind="INFRA") from exc
     except (WheelCacheError, DockerException, OSError, ValueError, KeyError) as exc:
         raise ImageBuildError(f"fetching the requirements failed on our side: {exc}", kind="INFRA") from exc
-
-
-def _probe_platform(image_id: str) -> str:
-    try:
-        output = get_client().containers.run(
-            image_id,
-            ["python3", "-c", PLATFORM_PROBE],
-            entrypoint=[],
-            network_mode="none",
-            user=f"{AGENT_UID}:{AGENT_UID}",
-            remove=True,
-            mem_limit="256m",
-        )
-    except DockerException as exc:
-        raise WheelCacheError(f"probing the base image's Python platform failed: {exc}") from exc
-    return output.decode()
 
 
 def _describe_image(image: Any) -> tuple[str, tuple[tuple[str, str], ...], int]:

@@ -47,6 +47,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from agent_uploads.requirements import RequirementsError
+from builder.engine import probe_platform
 from builder.settings import BuilderSettings
 from builder.wheels import Resolution, TargetPlatform, WheelCache, WheelCacheError
 from envsettings import env_int, env_str
@@ -411,7 +412,6 @@ def build_stack(
     """Build (or find up to date) the stack image ``name`` on this host's engine; return it."""
     from docker.errors import ImageNotFound
 
-    from builder.image import _probe_platform
     from run_duel.api import get_docker_client as get_client
 
     spec = STACKS[name]
@@ -425,7 +425,7 @@ def build_stack(
         ) from exc
     started = time.monotonic()
     cache = WheelCache(settings.wheel_cache)
-    target = cache.platform(base.id, lambda: _probe_platform(base.id))
+    target = cache.platform(base.id, lambda: probe_platform(base.id))
     wheel = stack_wheel(spec, target, settings)
     log(f"build_stack_image: {name}: installing {wheel} and its dependencies")
     # The wheel's own path as the requirement: pip takes exactly that file, its dependencies from the index.
