@@ -17,6 +17,7 @@ from core.config import (
     load_env_file,
     parse_database_url,
 )
+from tests.django_start import load_settings_in_a_new_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -179,23 +180,7 @@ def test_settings_load_from_example_env(tmp_path):
 
 
 def test_a_bad_value_stops_the_settings_with_the_variable_name(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    env = {
-        **os.environ,
-        "DATA_DIR": str(tmp_path),
-        "LEASE_SECONDS": "soon",
-        "DJANGO_SETTINGS_MODULE": "core.settings",
-    }
-    out = subprocess.run(
-        [sys.executable, "-c", "from django.conf import settings; settings.SANDBOX"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    out = load_settings_in_a_new_process({"DATA_DIR": str(tmp_path), "LEASE_SECONDS": "soon"})
     assert out.returncode != 0
     assert "LEASE_SECONDS='soon' is not an integer" in out.stderr
 
