@@ -4,10 +4,8 @@ with real zip files under DATA_DIR."""
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import uuid
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,8 @@ import pytest
 django.setup()
 
 from pub_helpers import git  # noqa: E402
+
+from tests.zips import zip_bytes  # noqa: E402
 
 
 @pytest.fixture
@@ -49,15 +49,6 @@ def clone(pub_settings: Any, tmp_path: Path) -> Callable[[], Path]:
         return dest
 
     return make
-
-
-def zip_bytes(files: dict[str, str]) -> bytes:
-    """A zip holding ``files`` (name -> text)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    return buf.getvalue()
 
 
 @pytest.fixture

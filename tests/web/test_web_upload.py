@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from core.management.commands.load_example_players import EXAMPLES_DIR, zip_folder
 from core.models import Build, Competitor, Revision
+from tests.zips import zip_bytes
 
 pytestmark = pytest.mark.django_db
-
-
-def _zip(files: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    return buf.getvalue()
 
 
 def _post(client, env, name="my-bot", data=None, filename="bot.zip", public=False):
@@ -75,7 +65,7 @@ def test_a_file_that_is_not_a_zip_is_refused_next_to_the_file_field(alice_client
 
 
 def test_a_zip_without_player_py_is_refused_with_the_validators_reason(alice_client, env):
-    response = _post(alice_client, env, data=_zip({"agent.py": "x = 1\n"}))
+    response = _post(alice_client, env, data=zip_bytes({"agent.py": "x = 1\n"}))
     assert response.status_code == 400
     assert "player.py" in str(response.context["form"].errors["file"])
     assert not Competitor.objects.exists()

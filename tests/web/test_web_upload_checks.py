@@ -7,7 +7,6 @@ import http.client
 import io
 import os
 import urllib.parse
-import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -17,16 +16,9 @@ from rl_arena_client import cli
 from core.management.commands.load_example_players import EXAMPLES_DIR, zip_folder
 from core.models import Revision
 from tests.web.factories import PASSWORD
+from tests.zips import zip_bytes
 
 pytestmark = pytest.mark.django_db
-
-
-def _zip(files: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    return buf.getvalue()
 
 
 def _raw_post(url: str, path: str, length: int, content_type: str) -> tuple[int, str, bytes]:
@@ -108,7 +100,9 @@ def test_the_cli_refuses_a_zip_over_the_arenas_limit_before_sending_it(cli_env, 
 
 
 def test_a_syntax_error_is_refused_at_upload_with_pythons_message(alice_client, env):
-    bad = _zip({"player.py": "class Player:\n    def step(self, state valid_actions):\n        return 0\n"})
+    bad = zip_bytes(
+        {"player.py": "class Player:\n    def step(self, state valid_actions):\n        return 0\n"}
+    )
     response = alice_client.post(
         reverse("web:upload"),
         {"environment": env.slug, "name": "typo-bot", "file": SimpleUploadedFile("b.zip", bad)},
@@ -122,7 +116,7 @@ def test_a_syntax_error_is_refused_at_upload_with_pythons_message(alice_client, 
 
 
 def test_a_syntax_error_in_a_module_beside_player_py_is_refused_too(alice_client, env):
-    bad = _zip({"bot/player.py": "import helper\n", "bot/helper.py": "x = (1,\n"})
+    bad = zip_bytes({"bot/player.py": "import helper\n", "bot/helper.py": "x = (1,\n"})
     response = alice_client.post(
         reverse("web:upload"),
         {"environment": env.slug, "name": "typo-bot", "file": SimpleUploadedFile("b.zip", bad)},
@@ -133,7 +127,7 @@ def test_a_syntax_error_in_a_module_beside_player_py_is_refused_too(alice_client
 
 def test_the_api_refuses_a_syntax_error_with_the_same_message(client, alice, env):
     client.force_login(alice)
-    bad = _zip({"player.py": "def agent(obs, conf)\n    return 0\n"})
+    bad = zip_bytes({"player.py": "def agent(obs, conf)\n    return 0\n"})
     response = client.post(
         "/api/revisions/",
         {"environment": env.slug, "competitor_name": "typo", "file": SimpleUploadedFile("b.zip", bad)},

@@ -17,16 +17,9 @@ from agent_uploads import zip_validation
 from core.actions import submit_revision
 from core.management.commands.load_example_players import EXAMPLES_DIR, zip_folder
 from core.models import Revision
+from tests.zips import zip_bytes
 
 pytestmark = pytest.mark.django_db
-
-
-def _zip(files: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    return buf.getvalue()
 
 
 @pytest.fixture
@@ -66,7 +59,7 @@ def test_the_upload_page_reads_the_zip_once(alice_client, env, zip_reads) -> Non
 
 def test_the_api_reads_the_zip_once_and_keeps_the_rl_arena_format(client, alice, env, zip_reads) -> None:
     client.force_login(alice)
-    data = _zip({"player.py": "class Player:\n    pass\n", "environment.yml": "dependencies: []\n"})
+    data = zip_bytes({"player.py": "class Player:\n    pass\n", "environment.yml": "dependencies: []\n"})
     zip_reads.update(opened=0, scanned=0)
     response = client.post(
         "/api/revisions/",
@@ -81,7 +74,7 @@ def test_a_local_sandbox_reads_the_package_files_from_that_one_read(
     alice_client, env, settings, zip_reads
 ) -> None:
     settings.SANDBOX = "local"
-    data = _zip({"player.py": "class Player:\n    pass\n", "requirements.txt": "torch==2.1\n"})
+    data = zip_bytes({"player.py": "class Player:\n    pass\n", "requirements.txt": "torch==2.1\n"})
     zip_reads.update(opened=0, scanned=0)
     response = alice_client.post(
         reverse("web:upload"),
