@@ -73,6 +73,8 @@ def test_the_guide_has_side_navigation_and_language_tabs_used_with_the_keyboard(
         page.click("[data-testid=guide-nav] a[href='#errors']")
         page.wait_for_function("() => location.hash === '#errors'")
         assert 0 <= nav.bounding_box()["y"] < viewport["height"]
+        page.wait_for_selector("[data-testid=guide-nav] a[href='#errors'][aria-current=location]")
+        assert nav.locator("a[aria-current]").count() == 1  # the section being read, marked
         page.goto(site["base"] + "/guide/")
     tabs = page.locator("[role=tablist] [role=tab]")
     assert tabs.all_inner_texts() == ["Python", "Kaggle", "C++", "JavaScript"]
