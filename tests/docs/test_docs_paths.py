@@ -24,6 +24,8 @@ NOT_OURS = {
 # A relative path: not preceded by a path or URL character, or a placeholder's end (<game>/, {a,b}/).
 PATH = re.compile(r"(?<![\w/.:*}>~-])((?:[\w.*-]+/)+[\w.*-]+\.py)\b")
 
+# A test cited by its pytest id: tests/web/test_web_x.py::test_y, or test_x.py::test_y.
+TEST_ID = re.compile(r"((?:tests/[\w/]+/)?test_\w+\.py)::(test_\w+)")
 # A bare module name in backticks, and the names of an agent's own files, which are no module of ours.
 BARE = re.compile(r"`([\w-]+\.py)`")
 AGENT_FILES = {"player.py", "main.py", "submission.py", "sitecustomize.py", "usercustomize.py", "setup.py"}
@@ -51,6 +53,18 @@ def test_the_docs_name_only_files_that_exist() -> None:
                 if path not in NOT_OURS and not exists(path, markdown):
                     missing.append(f"{markdown.relative_to(ROOT)}:{number}: {path}")
     assert not missing, "the docs name files that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_docs_name_only_tests_that_exist() -> None:
+    """A ``test_file.py::test_name`` the docs cite as the proof of a guarantee is a test of that file."""
+    missing = []
+    for markdown in markdown_files():
+        for number, line in enumerate(markdown.read_text(encoding="utf-8").splitlines(), start=1):
+            for path, name in TEST_ID.findall(line):
+                files = [ROOT / path] if "/" in path else list((ROOT / "tests").rglob(path))
+                if not any(f.exists() and re.search(rf"def {name}\b", f.read_text()) for f in files):
+                    missing.append(f"{markdown.relative_to(ROOT)}:{number}: {path}::{name}")
+    assert not missing, "the docs cite tests that do not exist:\n" + "\n".join(missing)
 
 
 def test_a_package_readme_names_only_its_own_modules() -> None:
