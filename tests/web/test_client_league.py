@@ -30,6 +30,13 @@ def _publish(owner, env, name: str, player: str, data_dir: Path, *, is_public: b
     return comp
 
 
+def _publish_the_league(alice, bob, env, data_dir: Path) -> None:
+    """Alice's minimax "mini" and Bob's random "rand", public; Bob's private "secret", never fetched."""
+    _publish(alice, env, "mini", "minimax", data_dir)
+    _publish(bob, env, "rand", "random", data_dir)
+    _publish(bob, env, "secret", "random", data_dir, is_public=False)
+
+
 def _random_learner(obs: dict, rng: random.Random) -> int:
     return rng.choice(list(np.flatnonzero(obs["action_mask"])))
 
@@ -38,9 +45,7 @@ def _random_learner(obs: dict, rng: random.Random) -> int:
 def test_the_learner_trains_against_the_arenas_public_agents(
     live_server, data_dir, env, alice, bob, tmp_path
 ):
-    _publish(alice, env, "mini", "minimax", data_dir)
-    _publish(bob, env, "rand", "random", data_dir)
-    _publish(bob, env, "secret", "random", data_dir, is_public=False)  # private: never fetched
+    _publish_the_league(alice, bob, env, data_dir)
 
     pool = OpponentPool(
         fetch_league(Client(live_server.url), "connect-four", tmp_path / "cache", log=lambda _: None),

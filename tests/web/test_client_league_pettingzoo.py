@@ -11,7 +11,7 @@ import pytest
 from rl_arena_client.api import Client
 from rl_arena_client.league import OpponentPool, fetch_league
 
-from tests.web.test_client_league import _publish
+from tests.web.test_client_league import _publish_the_league
 
 pytest.importorskip("pettingzoo")
 
@@ -23,9 +23,7 @@ from rl_arena_client.league_pettingzoo import LeagueAECEnv
 def test_the_pettingzoo_league_plays_the_arenas_public_agents(
     live_server, data_dir, env, alice, bob, tmp_path
 ):
-    _publish(alice, env, "mini", "minimax", data_dir)
-    _publish(bob, env, "rand", "random", data_dir)
-    _publish(bob, env, "secret", "random", data_dir, is_public=False)  # private: never fetched
+    _publish_the_league(alice, bob, env, data_dir)
 
     opponents = fetch_league(Client(live_server.url), "connect-four", tmp_path / "cache", log=lambda _: None)
     assert sorted(o.name for o in opponents) == ["mini", "rand"]
