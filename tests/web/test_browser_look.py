@@ -255,6 +255,7 @@ def test_a_finished_game_offers_to_play_again(browser: Any, site: dict[str, Any]
     again = page.locator("[data-testid=play-again]")
     assert again.is_visible() and not page.locator("[data-testid=play-end]").is_visible()
     assert page.evaluate("document.activeElement.dataset.testid") == "play-again"
+    assert page.inner_text("[data-testid=play-help]") == "Unrated. The game is over."
     _shot(page, "play-again-390")
     page.keyboard.press("Enter")
     page.wait_for_url(lambda url: url.rstrip("/").endswith(str(game.pk)) is False and "/play/" in url)

@@ -89,6 +89,8 @@
 
   // Once the game is over: "Play again" (the page's form, shown to the person who played) replaces "End".
   Play.prototype.offerAnotherGame = function () {
+    var help = document.querySelector("[data-testid=play-help]");
+    if (help) help.textContent = "Unrated. The game is over.";
     var again = document.querySelector("[data-testid=play-again-form]");
     var end = document.querySelector("[data-testid=play-end-form]");
     if (end) end.hidden = true;
