@@ -8,6 +8,7 @@ works in development (``runserver``) and ``collectstatic`` gathers the files for
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.staticfiles.finders import BaseFinder
@@ -21,15 +22,21 @@ import environments
 PREFIX = "games"
 
 
-def _storages() -> dict[str, FileSystemStorage]:
-    storages = {}
+def _storages() -> dict[str, _GameStorage]:
+    storages: dict[str, _GameStorage] = {}
     for slug in environments.all_slugs():
         folder = environments.static_dir(slug)
         if folder.is_dir():
-            storage = FileSystemStorage(location=str(folder))
+            storage = _GameStorage(location=str(folder))
             storage.prefix = f"{PREFIX}/{slug}"
             storages[slug] = storage
     return storages
+
+
+class _GameStorage(FileSystemStorage):
+    """A game's static folder; ``prefix`` is where collectstatic puts its files (as Django's finders do)."""
+
+    prefix: str = ""
 
 
 class GameStaticFinder(BaseFinder):
@@ -43,7 +50,9 @@ class GameStaticFinder(BaseFinder):
         """No configuration to check: the registry validates the games."""
         return []
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
+    # As Django 5.2's own finders: [] when nothing is found, and the deprecated all= keyword still taken
+    # (the stubs declare None and no keyword).
+    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:  # type: ignore[override]
         """Absolute file path for ``games/<slug>/<rest>`` (a list when ``find_all``)."""
         find_all = find_all or kwargs.get("all", False)
         parts = path.split("/", 2)
@@ -60,7 +69,7 @@ class GameStaticFinder(BaseFinder):
             return found
         return found[0] if found else []
 
-    def list(self, ignore_patterns: list[str] | None):
+    def list(self, ignore_patterns: Iterable[str] | None):
         """Every game file, as (relative path, storage) pairs, for ``collectstatic``."""
         for storage in self.storages.values():
             for path in get_files(storage, ignore_patterns):

@@ -9,7 +9,7 @@ from core.models import Build, Revision, SmokeTest
 
 STEP_NAMES = ("Queued", "Building", "Smoke test", "Ranked")
 #: Revision state -> index of the step it is in.
-_STEP_OF_STATE = {
+_STEP_OF_STATE: dict[str, int] = {
     Revision.State.UPLOADED: 0,
     Revision.State.BUILDING: 1,
     Revision.State.BUILT: 2,
@@ -154,7 +154,7 @@ def _loaded_log(job: Build | SmokeTest | None) -> str:
 
 
 def _headline(revision: Revision) -> str:
-    return {
+    headlines: dict[str, str] = {
         Revision.State.UPLOADED: "Uploaded, waiting for a builder…",
         Revision.State.BUILDING: "Building the agent…",
         Revision.State.BUILT: "Built, waiting for the smoke test…",
@@ -163,4 +163,5 @@ def _headline(revision: Revision) -> str:
         Revision.State.BUILD_FAILED: "Build failed.",
         Revision.State.TEST_FAILED: "Smoke test failed.",
         Revision.State.REJECTED: "Rejected.",
-    }.get(revision.state, revision.get_state_display())
+    }
+    return headlines.get(revision.state, revision.get_state_display())

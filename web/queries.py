@@ -6,7 +6,7 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -30,6 +30,9 @@ from tournament_manager.leaderboard import Intransitivity, LeaderboardRow
 from tournament_manager.leaderboard import intransitivity as tm_intransitivity
 from tournament_manager.leaderboard import leaderboard as tm_leaderboard
 from web.charts import RatingPoint
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 #: How many rating-history points the competitor chart shows (the most recent ones).
 CHART_POINTS = 400
@@ -65,7 +68,12 @@ def intransitivity(environment: Environment) -> Intransitivity:
     return tm_intransitivity(environment)
 
 
-def environments_with_counts() -> list[Environment]:
+class _GameCounts(TypedDict):
+    num_competitors: int
+    num_duels: int
+
+
+def environments_with_counts() -> list[WithAnnotations[Environment, _GameCounts]]:
     """Active games with ``num_competitors`` (playable) and ``num_duels`` (finished), in one query."""
     playable = Competitor.objects.filter(
         environment=OuterRef("pk"), status=Competitor.Status.ACTIVE, current_revision__isnull=False
@@ -200,7 +208,7 @@ def head_to_head(competitor: Competitor, revision_ids: list[int]) -> list[HeadTo
         return []
     opponents = Competitor.objects.select_related("owner").in_bulk(list(totals))
     rows = [
-        HeadToHead(opponents[k], *v)
+        HeadToHead(opponents[k], v[0], v[1], v[2], v[3], v[4], v[5])
         for k, v in totals.items()
         if k in opponents  # a competitor deleted meanwhile
     ]
@@ -446,12 +454,12 @@ def revision_records(rating: Rating | None, revision_ids: list[int]) -> dict[int
             Q(duel__revision_1_id=OuterRef("pk")) | Q(duel__revision_2_id=OuterRef("pk"))
         )
         last = played.order_by("-created_at", "-pk")
-        rows = (
+        rated = (
             Revision.objects.filter(pk__in=revision_ids)
             .annotate(mu=Subquery(last.values("mu")[:1]), sigma=Subquery(last.values("sigma")[:1]))
             .values_list("pk", "mu", "sigma")
         )
-        for pk, mu, sigma in rows:
+        for pk, mu, sigma in rated:
             if mu is not None:
                 records[pk].mu, records[pk].sigma = mu, sigma
     return records

@@ -31,7 +31,8 @@ def client_ip(request: HttpRequest) -> str:
 def limits(scope: str) -> tuple[int, int]:
     """(max hits, window seconds) for ``scope``."""
     configured = getattr(settings, "RL_ARENA_RATE_LIMITS", {}) or {}
-    return tuple(configured.get(scope, DEFAULT_LIMITS[scope]))  # type: ignore[return-value]
+    hits, seconds = configured.get(scope, DEFAULT_LIMITS[scope])
+    return int(hits), int(seconds)
 
 
 def hit(scope: str, key: str) -> bool:

@@ -4,8 +4,11 @@ shared by the download page and the API."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar
 
 from core.records import RecordFilter, parse_when
+
+N = TypeVar("N", int, float)
 
 #: Matches per API page unless ``limit`` says otherwise, and the most one page may hold.
 DEFAULT_LIMIT = 1000
@@ -36,7 +39,7 @@ def parse_record_params(params: Mapping[str, str], *, paged: bool) -> RecordFilt
     return RecordFilter(since=since, until=until, min_rating=min_rating, after_id=after_id, limit=limit)
 
 
-def _number(params: Mapping[str, str], name: str, kind: type) -> float | int | None:
+def _number(params: Mapping[str, str], name: str, kind: type[N]) -> N | None:
     raw = (params.get(name) or "").strip()
     if not raw:
         return None

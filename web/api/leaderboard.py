@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.utils.cache import get_conditional_response, patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -248,7 +249,7 @@ class Leaderboard(APIView):
             },
         ),
     )
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         """Anonymous JSON requests skip the framework (content negotiation, authentication, throttling:
         about half of their CPU); browsers and authenticated clients get the full API view."""
         if _plain_json(request):

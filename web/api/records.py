@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from django.http import HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -60,7 +61,7 @@ class Records(APIView):
             (200, JSONL): OpenApiResponse(OpenApiTypes.STR, description="JSON Lines, one step a line")
         },
     )
-    def get(self, request: Request, slug: str) -> HttpResponse:
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
         """Stream the page; ``Link`` names the next page when this one was full."""
         env = get_object_or_404(Environment, slug=slug, is_active=True)
         try:

@@ -65,7 +65,8 @@ class LeaderboardEntrySerializer(serializers.Serializer):
     wins = serializers.IntegerField()
     draws = serializers.IntegerField()
     losses = serializers.IntegerField()
-    errors = serializers.IntegerField()
+    # The JSON field "errors" shadows Serializer.errors, which this output-only serializer never uses.
+    errors = serializers.IntegerField()  # type: ignore[assignment]
     last_played_at = serializers.DateTimeField(allow_null=True)
     bradley_terry = serializers.SerializerMethodField()
     field_score = serializers.SerializerMethodField()

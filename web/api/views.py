@@ -29,6 +29,7 @@ from web.api.renderers import RENDERERS
 from web.error_privacy import duel_detail, duel_sentence
 from web.logtext import scrub_paths
 from web.progress import smoke_verdict
+from web.signed_in import signed_in
 from web.views.pages import match_queryset, replay_data
 
 
@@ -176,7 +177,7 @@ class RevisionListCreate(generics.ListAPIView):
 
     def get_queryset(self) -> QuerySet[Revision]:
         """Only the caller's own revisions, newest first (optionally of one competitor)."""
-        qs = _revisions().filter(competitor__owner=self.request.user).order_by("-created_at")
+        qs = _revisions().filter(competitor__owner=signed_in(self.request)).order_by("-created_at")
         comp = self.request.query_params.get("competitor", "")
         if comp.isdigit():
             qs = qs.filter(competitor_id=int(comp))
@@ -192,7 +193,7 @@ class RevisionListCreate(generics.ListAPIView):
         data = form.validated_data
         try:
             revision = actions.submit_revision(
-                request.user,
+                signed_in(request),
                 data["environment"],
                 data["competitor_name"],
                 data["file"],
@@ -400,5 +401,6 @@ class RotateToken(APIView):
     @extend_schema(request=None, responses=s.TokenSerializer)
     def post(self, request: Request) -> Response:
         """The new token."""
-        key, token = rotate_api_token(request.user, current=request.auth)
+        current = request.auth if isinstance(request.auth, ApiToken) else None  # HashedTokenAuthentication's
+        key, token = rotate_api_token(signed_in(request), current=current)
         return _token_response(key, token)

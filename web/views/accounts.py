@@ -19,6 +19,7 @@ from core.actions.login_throttle import check_login, login_failed, login_succeed
 from core.models import ApiToken
 from web import ratelimit
 from web.forms import LoginForm, ProfileForm, SignupForm
+from web.signed_in import signed_in
 
 TOO_MANY = "Too many attempts. Please wait a few minutes and try again."
 TOO_MANY_LOGINS = "Too many attempts: wait a little and try again"
@@ -104,7 +105,7 @@ class RateLimitedPasswordResetView(auth_views.PasswordResetView):
 @require_http_methods(["GET", "POST"])
 def profile(request: HttpRequest) -> HttpResponse:
     """Edit display name, team and GitHub handle; list my competitors."""
-    user = request.user
+    user = signed_in(request)
     form = ProfileForm(request.POST or None, initial=_profile_initial(user))
     if request.method == "POST" and form.is_valid():
         actions.update_profile(user, **form.cleaned_data)
@@ -126,10 +127,12 @@ def _profile_page(
     request: HttpRequest, form: ProfileForm, *, new_token: str = "", status: int = 200
 ) -> HttpResponse:
     """The profile: the form, the user's competitors, their API tokens (and a new key, shown this once)."""
-    competitors = request.user.competitors.select_related("environment", "current_revision").order_by(
-        "environment__name", "name"
+    competitors = (
+        signed_in(request)
+        .competitors.select_related("environment", "current_revision")
+        .order_by("environment__name", "name")
     )
-    tokens = ApiToken.objects.filter(user=request.user).order_by("-created_at", "-pk")
+    tokens = ApiToken.objects.filter(user=signed_in(request)).order_by("-created_at", "-pk")
     context = {"form": form, "competitors": competitors, "api_tokens": list(tokens), "new_token": new_token}
     response = render(request, "web/accounts/profile.html", context, status=status)
     if new_token:  # shown once: nothing may keep a copy

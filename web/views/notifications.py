@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core.actions import mark_notifications_read
+from web.signed_in import signed_in
 
 PAGE_SIZE = 30
 
@@ -17,7 +18,7 @@ PAGE_SIZE = 30
 @login_required
 def notifications(request: HttpRequest) -> HttpResponse:
     """The user's notifications, 30 a page, unread ones highlighted."""
-    page = Paginator(request.user.notifications.order_by("-created_at", "-pk"), PAGE_SIZE).get_page(
+    page = Paginator(signed_in(request).notifications.order_by("-created_at", "-pk"), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
     return render(request, "web/notifications.html", {"page": page})
@@ -29,5 +30,5 @@ def notifications_read(request: HttpRequest) -> HttpResponse:
     """Mark one notification (``id``) or all of them read, then go back to the list."""
     raw = request.POST.get("id", "")
     ids = [int(raw)] if raw.isdigit() else None
-    mark_notifications_read(request.user, ids)
+    mark_notifications_read(signed_in(request), ids)
     return HttpResponseRedirect(reverse("web:notifications"))

@@ -47,7 +47,7 @@ def home(request: HttpRequest) -> HttpResponse:
     """The games with their counts, and what happened lately."""
     envs = queries.environments_with_counts()
     for e in envs:
-        e.has_starter_kit = starter_kit_dir(e.slug) is not None
+        e.has_starter_kit = starter_kit_dir(e.slug) is not None  # type: ignore[attr-defined]  # for the template
     context = {
         "environments": envs,
         "total_competitors": sum(e.num_competitors for e in envs),
@@ -331,7 +331,8 @@ def _duel_context(request: HttpRequest, d: Duel) -> dict:
     matches = _duel_matches(d)
     names = (d.revision_1.competitor.name, d.revision_2.competitor.name)
     for m in matches:  # the public sentence; the referee's text stays on the match page for its owner
-        m.public_error = match_sentence(m.result, m.error_kind, names, len(m.actions or []))
+        sentence = match_sentence(m.result, m.error_kind, names, len(m.actions or []))
+        m.public_error = sentence  # type: ignore[attr-defined]  # for the template
     side_1, side_2 = duel_sides(d, matches)
     live = d.state in (Duel.State.QUEUED, Duel.State.RUNNING)
     return {

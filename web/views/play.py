@@ -56,14 +56,15 @@ def result_sentence(session: PlaySession, human: str, agent: str, user: Any) -> 
     R = PlaySession.Result
     if session.result == R.ABANDONED and session.error_kind == ENDED_BY_PLAYER:
         return "You ended the game." if you else f"{human} ended the game."
-    return {
+    sentences: dict[str, str] = {
         R.HUMAN_WIN: f"{winner} won.",
         R.AGENT_WIN: f"{agent} won.",
         R.DRAW: "It is a draw.",
         R.AGENT_ERROR: f"{agent} broke the rules, so {'you win' if you else human + ' wins'}.",
         R.ABANDONED: "Nobody moved in time, so the game was closed.",
         R.FAILED: "The game could not go on because of an error on our side.",
-    }.get(session.result, "")
+    }
+    return sentences.get(session.result, "")
 
 
 def waiting_behind(session: PlaySession) -> int:
@@ -83,7 +84,7 @@ def session_json(session: PlaySession, user: Any) -> dict[str, Any]:
     running = session.status == PlaySession.Status.PLAYING and not game.is_over(session.state)
     your_turn = running and game.to_move(session.state) == session.human_seat
     seats = [human, agent] if session.human_seat == 0 else [agent, human]
-    replay = ([], [])
+    replay: tuple[list[Any], list[Any]] = ([], [])
     if over:
         replay = replay_states(session.environment.slug, session.states, session.actions, seats)
     data = {
@@ -161,18 +162,19 @@ def play_end(request: HttpRequest, pk: int) -> HttpResponse:
 def play(request: HttpRequest, pk: int) -> HttpResponse:
     """The board: the person plays by clicking; anyone may watch."""
     session = _session(pk)
+    data = session_json(session, request.user)
     context = {
         "session": session,
         "environment": session.environment,
         "competitor": session.revision.competitor,
-        "data": session_json(session, request.user),
+        "data": data,
         "is_player": session.user_id == request.user.pk,
         "inactivity_s": int(inactivity_timeout()),
         "show_log": queries.can_see_private(request.user, session.revision.competitor.owner_id),
         "renderer_path": f"games/{session.environment.slug}/renderer.js",
     }
     # Without JavaScript: the legal moves in the game's words, each a form button (see play_move).
-    context["plain_moves"] = plain_moves(session, context["data"])
+    context["plain_moves"] = plain_moves(session, data)
     return render(request, "web/play.html", context)
 
 
@@ -193,7 +195,7 @@ def play_state(request: HttpRequest, pk: int) -> JsonResponse:
 
 
 @require_POST
-def play_move(request: HttpRequest, pk: int) -> JsonResponse:
+def play_move(request: HttpRequest, pk: int) -> HttpResponse:
     """The person's move: ``{"action": N}`` (JSON) or ``action=N`` (form). Illegal moves get a 400 with a
     message; a legal one returns the new state."""
     if not request.user.is_authenticated:

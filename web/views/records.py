@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
@@ -21,7 +22,7 @@ def viewer_of(request: HttpRequest) -> User | None:
 
 
 @require_GET
-def records_download(request: HttpRequest, slug: str) -> HttpResponse:
+def records_download(request: HttpRequest, slug: str) -> HttpResponseBase:
     """Every visible match of the game as a streamed ``.jsonl`` attachment (filters from the query
     string; no page limit unless ``limit`` is given)."""
     env = get_object_or_404(Environment, slug=slug, is_active=True)
@@ -37,7 +38,7 @@ def records_download(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
-def _parquet_download(env: Environment, viewer: User | None, flt: RecordFilter) -> HttpResponse:
+def _parquet_download(env: Environment, viewer: User | None, flt: RecordFilter) -> HttpResponseBase:
     """The same records as a Parquet file (``core/records_parquet.py``), written to a temporary file that
     the response streams and the operating system reclaims once it is closed."""
     from core.records_parquet import ParquetUnavailable, write_parquet

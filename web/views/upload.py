@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,6 +17,7 @@ from core.models import Competitor, Environment
 from web import ratelimit
 from web.forms import UploadForm
 from web.middleware import submission_limit_mb
+from web.signed_in import signed_in
 from web.worker_notice import no_worker_notice
 
 
@@ -22,10 +25,14 @@ from web.worker_notice import no_worker_notice
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """Validate the form, then hand the zip to ``core.actions.submit_revision``."""
-    initial = {"environment": request.GET.get("environment", "")}
+    initial: dict[str, Any] = {"environment": request.GET.get("environment", "")}
     comp_id = request.GET.get("competitor")
     if comp_id and comp_id.isdigit():
-        comp = Competitor.objects.filter(pk=comp_id, owner=request.user).select_related("environment").first()
+        comp = (
+            Competitor.objects.filter(pk=comp_id, owner=signed_in(request))
+            .select_related("environment")
+            .first()
+        )
         if comp:
             initial = {"environment": comp.environment.slug, "name": comp.name, "is_public": comp.is_public}
     form = UploadForm(request.POST or None, request.FILES or None, initial=initial)
@@ -38,7 +45,7 @@ def upload(request: HttpRequest) -> HttpResponse:
             data = form.cleaned_data
             try:
                 revision = actions.submit_revision(
-                    request.user,
+                    signed_in(request),
                     data["environment"].slug,
                     data["name"],
                     data["file"],
@@ -63,7 +70,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         if form.errors and status == 200:
             status = 400
     mine = list(
-        Competitor.objects.filter(owner=request.user)
+        Competitor.objects.filter(owner=signed_in(request))
         .select_related("environment")
         .order_by("environment__name", "name")
     )
