@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agent_uploads.upload import read_upload
 from agent_uploads.zip_validation import UnreadableUpload, ValidationError, ZipLimits
@@ -141,7 +142,7 @@ def build_submission(
     from builder.image import build_image
 
     try:
-        options = {} if registry is FROM_ENV else {"registry": registry}
+        options: dict[str, Any] = {} if registry is FROM_ENV else {"registry": registry}
         built = build_image(validated, settings=settings, extra_tag=tag, **options)
     except ImageBuildError as exc:
         return done(

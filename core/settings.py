@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -132,7 +133,7 @@ _db = (
 if _db.engine.endswith("sqlite3"):
     if _db.name != ":memory:":
         Path(_db.name).parent.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
+    DATABASES: dict[str, dict[str, Any]] = {
         "default": {
             "ENGINE": _db.engine,
             "NAME": _db.name,

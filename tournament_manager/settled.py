@@ -37,10 +37,12 @@ the fit's order are checked with the replicates; farther pairs use that bound.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from tournament_manager.ids import Id
 
 #: Default tie margin (log-strength): ``TM_TIE_MARGIN``.
 TIE_MARGIN = 0.2
@@ -74,13 +76,13 @@ def verdict(low: float, high: float, margin: float) -> str | None:
 
 
 def pair_verdicts(
-    ids: Sequence[Hashable],
+    ids: Sequence[Id],
     theta: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
     replicates: np.ndarray | None,
     margin: float,
-) -> dict[tuple[Hashable, Hashable], str]:
+) -> dict[tuple[Id, Id], str]:
     """Settled pairs ``(id_a, id_b)`` (in ``ids`` order, a before b) -> ``"order"`` or ``"tie"``."""
     n = len(ids)
     if n < 2:
@@ -103,7 +105,7 @@ def pair_verdicts(
         low, high = np.minimum(low, point), np.maximum(high, point)
     else:
         low, high = lower[ia] - upper[ib], upper[ia] - lower[ib]
-    out: dict[tuple[Hashable, Hashable], str] = {}
+    out: dict[tuple[Id, Id], str] = {}
     for a, b, lo, hi in zip(ia.tolist(), ib.tolist(), low.tolist(), high.tolist(), strict=True):
         v = verdict(lo, hi, margin)
         if v is not None:
@@ -112,8 +114,8 @@ def pair_verdicts(
 
 
 def needs_play(
-    ids: Sequence[Hashable], theta: np.ndarray, pairs: np.ndarray, table: np.ndarray, near: int, matches: int
-) -> frozenset[tuple[Hashable, Hashable]]:
+    ids: Sequence[Id], theta: np.ndarray, pairs: np.ndarray, table: np.ndarray, near: int, matches: int
+) -> frozenset[tuple[Id, Id]]:
     """Pairs at most ``near`` places apart in the fit's order with fewer than ``matches`` results head to
     head: the estimand counts every pair, and in a game whose strategies cycle no model can stand in for
     the results of a pair close in the order, so they are never settled and matchmaking plays them."""
@@ -135,8 +137,8 @@ def needs_play(
 
 
 def full_pairs(
-    ids: Sequence[Hashable], pairs: np.ndarray, table: np.ndarray, matches: int
-) -> frozenset[tuple[Hashable, Hashable]]:
+    ids: Sequence[Id], pairs: np.ndarray, table: np.ndarray, matches: int
+) -> frozenset[tuple[Id, Id]]:
     """Pairs with at least ``matches`` results (0: none): the fit counts them as ``matches`` results."""
     if matches <= 0 or not len(pairs):
         return frozenset()
@@ -145,10 +147,10 @@ def full_pairs(
 
 
 def knows_order(
-    a: Hashable,
-    b: Hashable,
-    verdicts: Mapping[tuple[Hashable, Hashable], str],
-    intervals: Mapping[Hashable, tuple[float, float, float]],
+    a: Id,
+    b: Id,
+    verdicts: Mapping[tuple[Id, Id], str],
+    intervals: Mapping[Id, tuple[float, float, float]],
     checked_all: bool,
 ) -> bool:
     """Whether the fit knows which of ``a`` and ``b`` is stronger (their difference interval excludes 0)."""
@@ -160,15 +162,13 @@ def knows_order(
     return lo_a > hi_b or lo_b > hi_a
 
 
-def rank_by_fit(
-    order: Sequence[Hashable], known: Callable[[Hashable, Hashable], bool]
-) -> dict[Hashable, int]:
+def rank_by_fit(order: Sequence[Id], known: Callable[[Id, Id], bool]) -> dict[Id, int]:
     """Competition ranks (1, 2, 2, 4) for ``order`` (best first): walking down, a competitor shares the
     rank of its tie group's leader (the group's first member) unless ``known(leader, it)`` says their
     order is known. Comparing with the leader, not the previous row, keeps a chain of close neighbours
     from tying the whole board."""
-    ranks: dict[Hashable, int] = {}
-    leader: Hashable | None = None
+    ranks: dict[Id, int] = {}
+    leader: Id | None = None
     for pos, cid in enumerate(order, start=1):
         if leader is not None and not known(leader, cid):
             ranks[cid] = ranks[leader]
@@ -216,10 +216,10 @@ def field_scores(
 
 
 def is_settled(
-    a: Hashable,
-    b: Hashable,
-    verdicts: Mapping[tuple[Hashable, Hashable], str],
-    intervals: Mapping[Hashable, tuple[float, float, float]],
+    a: Id,
+    b: Id,
+    verdicts: Mapping[tuple[Id, Id], str],
+    intervals: Mapping[Id, tuple[float, float, float]],
     margin: float,
     checked_all: bool,
 ) -> bool:
@@ -239,40 +239,40 @@ class PairFit:
     """The leaderboard's fit of a pair table: strengths with intervals and the settled pairs."""
 
     #: id -> (strength, lower, upper): the weighted Bradley-Terry log-strength and its 95 % interval.
-    intervals: dict[Hashable, tuple[float, float, float]]
-    settled: dict[tuple[Hashable, Hashable], str] = field(default_factory=dict)
+    intervals: dict[Id, tuple[float, float, float]]
+    settled: dict[tuple[Id, Id], str] = field(default_factory=dict)
     margin: float = TIE_MARGIN
     checked_all: bool = True
     method: str = "none"
     n_results: int = 0
     #: Bootstrap refits (replicates, competitors) in ``ids`` order, when kept (benchmarks).
     replicates: np.ndarray | None = None
-    ids: tuple[Hashable, ...] = ()
+    ids: tuple[Id, ...] = ()
     #: id -> (expected score against the field, lower, upper): :func:`field_scores`.
-    scores: dict[Hashable, tuple[float, float, float]] = field(default_factory=dict)
+    scores: dict[Id, tuple[float, float, float]] = field(default_factory=dict)
     #: Near pairs that have not played enough to be settled (:func:`needs_play`).
-    needs_play: frozenset[tuple[Hashable, Hashable]] = frozenset()
+    needs_play: frozenset[tuple[Id, Id]] = frozenset()
     #: Pairs with ``pair_matches`` results or more: they count fully, replaying them teaches the fit nothing.
-    full: frozenset[tuple[Hashable, Hashable]] = frozenset()
+    full: frozenset[tuple[Id, Id]] = frozenset()
     #: The near pairs' misfit dispersion (:func:`misfit_dispersion`); above 1 every interval was widened
     #: by its square root.
     dispersion: float = 1.0
 
-    def is_settled(self, a: Hashable, b: Hashable) -> bool:
+    def is_settled(self, a: Id, b: Id) -> bool:
         """Whether the pair's order or tie is known (never for a competitor the fit has not seen)."""
         if (a, b) in self.needs_play or (b, a) in self.needs_play:
             return False
         return is_settled(a, b, self.settled, self.intervals, self.margin, self.checked_all)
 
-    def worth_playing(self, a: Hashable, b: Hashable) -> bool:
+    def worth_playing(self, a: Id, b: Id) -> bool:
         """Whether a duel between them can still move the leaderboard: not settled and not full."""
         return not self.is_settled(a, b) and (a, b) not in self.full and (b, a) not in self.full
 
-    def needs_no_duel(self, a: Hashable, b: Hashable) -> bool:
+    def needs_no_duel(self, a: Id, b: Id) -> bool:
         """Matchmaking's test: settled, or full (see :meth:`worth_playing`)."""
         return not self.worth_playing(a, b)
 
-    def knows_order(self, a: Hashable, b: Hashable) -> bool:
+    def knows_order(self, a: Id, b: Id) -> bool:
         """Whether the fit knows which of the two is stronger."""
         return knows_order(a, b, self.settled, self.intervals, self.checked_all)
 
@@ -309,7 +309,7 @@ def misfit_dispersion(
 
 
 def fit_table(
-    ids: Sequence[Hashable],
+    ids: Sequence[Id],
     pairs: np.ndarray,
     table: np.ndarray,
     *,
@@ -342,7 +342,7 @@ def fit_table(
         keep_replicates=True,
     )
     theta, lower, upper, replicates = bt.theta, bt.lower, bt.upper, bt.replicates
-    dispersion = misfit_dispersion(theta, pairs, table, near, pair_matches or None)
+    dispersion = misfit_dispersion(theta, pairs, table, near, None)
     widen = math.sqrt(max(1.0, dispersion))
     if widen > 1.0:  # the model misses more than its noise: every interval widens by sqrt(dispersion)
         lower, upper = theta + widen * (lower - theta), theta + widen * (upper - theta)

@@ -17,6 +17,8 @@ import hashlib
 import logging
 import os
 import uuid
+from collections.abc import Iterable
+from io import BufferedReader
 from pathlib import Path
 from typing import BinaryIO
 
@@ -47,14 +49,14 @@ def _spool(zip_file: ZipSource) -> tuple[Path, str, int]:
     tmp = storage.tmp_dir() / f"upload-{uuid.uuid4().hex}.zip"
     digest = hashlib.sha256()
     size = 0
+    chunks: Iterable[bytes]
+    source: BufferedReader | None = None
     if isinstance(zip_file, bytes):
         chunks = [zip_file]
-        source = None
     elif isinstance(zip_file, str | Path):
-        source = open(zip_file, "rb")  # noqa: SIM115 - closed below
-        chunks = iter(lambda: source.read(1 << 20), b"")
+        opened = source = open(zip_file, "rb")  # noqa: SIM115 - closed below
+        chunks = iter(lambda: opened.read(1 << 20), b"")
     else:
-        source = None
         chunks = iter(lambda: zip_file.read(1 << 20), b"")
     try:
         with open(tmp, "wb") as out:

@@ -32,7 +32,8 @@ class Duel(LeasedJob):
         CHALLENGE = "CHALLENGE", "challenge"
         FINALS = "FINALS", "season finals"
 
-    Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in DuelResult])
+    # The functional API with (value, label) pairs, which the stubs do not declare.
+    Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in DuelResult])  # type: ignore[call-overload]
 
     task_name = "duel_runner.run_duel"
 
@@ -107,7 +108,7 @@ class Duel(LeasedJob):
 class Match(models.Model):
     """One game of a duel, with its replay (states, actions, move times)."""
 
-    Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in MatchResult])
+    Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in MatchResult])  # type: ignore[call-overload]
 
     class FirstPlayer(models.TextChoices):
         PLAYER_1 = "PLAYER_1", "player 1"
