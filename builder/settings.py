@@ -77,7 +77,7 @@ class BuilderSettings:
         return self.wheel_cache_dir or _default_wheel_cache()
 
     def base_image_for(self, language: str) -> str:
-        """The base image of agents written in ``language`` (a ``builder.languages`` key)."""
+        """The base image of agents written in ``language`` (an ``agent_uploads.languages`` key)."""
         return {"python": self.base_image, "cpp": self.cpp_base_image, "javascript": self.js_base_image}[
             language
         ]
