@@ -215,3 +215,24 @@ def test_each_revision_shows_its_duels_and_the_rating_its_last_duel_left(client,
     html = response.content.decode()
     assert re.search(r'data-testid="revision-row-2">.*?<strong>16.00</strong>', html, re.S)
     assert v2.state == Revision.State.ELIGIBLE
+
+
+def test_once_fitted_the_duel_page_gives_the_leaderboards_score_against_the_field(client, env, pair):
+    """The place and the score are the leaderboard's own (its field score, as the game page shows it)."""
+    from core.actions.pair_records import rebuild_pair_records
+    from tournament_manager import tie_fit
+
+    solid, flaky = pair
+    duel = factories.duel(solid, flaky, num_matches=4)
+    factories.rate_duel(duel, {solid: (28.0, 5.0), flaky: (22.0, 5.0)})
+    rebuild_pair_records(env.pk)
+    tie_fit.refresh(env.pk)
+    rows = {row.competitor_id: row for row in queries.leaderboard(env)}
+    assert rows[solid.pk].field_score is not None
+    html = client.get(reverse("web:duel", args=[duel.pk])).content.decode()
+    for seat, comp in ((1, solid), (2, flaky)):
+        row = rows[comp.pk]
+        cell = re.search(rf'data-testid="standing-{seat}">(.*?)</td>', html, re.S).group(1)
+        assert f"#{row.rank} of 2" in cell and f"score {round(row.field_score * 100)} %" in cell
+        story = re.search(rf'data-testid="rating-story-{seat}">(.*?)</div>', html, re.S).group(1)
+        assert f"with a score of {round(row.field_score * 100)} % (95 % interval" in story
