@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README quickstart, .ci/run). On a fresh machine it installs and starts what the
 # tests need (Python deps, PostgreSQL, Redis, bubblewrap, the Docker engine, the agent base image and the
-# agent image registry), then runs ruff and pytest against the real services.
+# agent image registry), then runs ruff, mypy, lint-imports and pytest against the real services.
 #
 #   ./run_tests.sh            everything
 #   ./run_tests.sh tests/run_duel -k timeout    extra arguments go to pytest
@@ -69,6 +69,12 @@ fi
 step "ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+
+step "mypy (types, with the Django and DRF plugins) and lint-imports (the floors of ARCHITECTURE.md)"
+# client/rl_arena_client only: client/run_duel, environments, tournament_manager and envsettings are symlinks.
+.venv/bin/mypy environments envsettings run_duel agent_uploads builder duel_runner tournament_manager \
+  publisher core web ops autoscaler client/rl_arena_client
+.venv/bin/lint-imports
 
 step "pytest on PostgreSQL, Redis, Docker and Chromium"
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rl_arena}
