@@ -26,18 +26,17 @@ from pathlib import Path
 from agent_uploads.zip_validation import ValidatedZip, read_member_capped
 from builder.settings import BuilderSettings
 from builder.wheels import Resolution
-from run_duel.api import HARNESS_DIR, HARNESS_PYTHON_FLAGS
+from run_duel.api import HARNESS_DIR, HARNESS_PYTHON_FLAGS, PYTHON_HARNESS_FILES
 
 TEMPLATE_VERSION = "4"
 AGENT_UID = 10001
-HARNESS_PATH = HARNESS_DIR / "arena_harness.py"
 IMAGE_FILES = Path(__file__).resolve().parent / "image_files"
 PACKAGES_DIR = "/opt/agent-packages"
 CPP_PROGRAM = "/opt/agent-bin/agent"
 #: Our files copied to /opt/arena/ in each language's image (name in the image -> source).
 ARENA_FILES: dict[str, dict[str, Path]] = {
     "python": {
-        "arena_harness.py": HARNESS_PATH,
+        **{name: HARNESS_DIR / name for name in PYTHON_HARNESS_FILES},  # the script and its modules
         "install_packages.sh": IMAGE_FILES / "install_packages.sh",
         "install_wheels.py": IMAGE_FILES / "install_wheels.py",
     },

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from run_duel.cli import main as run_cli
     from run_duel.duel_result import DuelResultError, validate_duel_json
-    from run_duel.harness import HARNESS_DIR
+    from run_duel.harness import HARNESS_DIR, PYTHON_HARNESS_FILES
     from run_duel.health import sandbox_problem
     from run_duel.outcomes import DuelResult, MatchResult
     from run_duel.referee import limits_for, play_duel
@@ -65,6 +65,7 @@ __all__ = [
     "HARNESS_DIR",
     "HARNESS_PYTHON_FLAGS",
     "MB",
+    "PYTHON_HARNESS_FILES",
     "SANDBOXES",
     "AgentData",
     "DataError",
@@ -128,7 +129,7 @@ _EXPORTS = {
     ),
     "run_cli": "run_duel.cli:main",
     **dict.fromkeys(("DuelResultError", "validate_duel_json"), "run_duel.duel_result"),
-    "HARNESS_DIR": "run_duel.harness",
+    **dict.fromkeys(("HARNESS_DIR", "PYTHON_HARNESS_FILES"), "run_duel.harness"),
     "sandbox_problem": "run_duel.health",
     **dict.fromkeys(
         (

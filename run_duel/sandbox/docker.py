@@ -51,12 +51,12 @@ from docker.errors import ImageNotFound
 
 from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, DataError, fill_folder
 from run_duel.channel import Channel
+from run_duel.harness import HARNESS_DIR, PYTHON_HARNESS_FILES
 from run_duel.sandbox.base import AgentDataRefused, LaunchSpec, Sandbox, SandboxError
 from run_duel.sandbox.docker_client import get_client
 from run_duel.sandbox.docker_config import (
     AGENT_UID,
     BASE_ENV,
-    HARNESS_NAME,
     RUNTIME_PREFIX,
     SOCKET_NAME,
     container_config,
@@ -72,7 +72,6 @@ from run_duel.sandbox.docker_process import (
     peer_pid,
 )
 from run_duel.sandbox.docker_warm import (
-    HARNESS_FILE,
     ReusePolicy,
     WarmChannel,
     WarmContainer,
@@ -342,10 +341,11 @@ class DockerSandbox(Sandbox):
             _bind_anonymously(listener, bound)
             _share_with_agent(socket_dir, bound)
             listener.listen(1)
-            if agent_dir is not None:
-                harness = os.path.join(socket_dir, HARNESS_NAME)
-                shutil.copyfile(HARNESS_FILE, harness)
-                os.chmod(harness, 0o644)
+            if agent_dir is not None:  # this checkout's harness, all its files (HARNESS_NAME first)
+                for name in PYTHON_HARNESS_FILES:
+                    harness = os.path.join(socket_dir, name)
+                    shutil.copyfile(HARNESS_DIR / name, harness)
+                    os.chmod(harness, 0o644)
             config = container_config(spec.agent, spec, socket_dir, agent_dir=agent_dir, warm=warm)
             # The image is fetched if this engine lacks it, and kept until the container exists.
             with self._images.use(spec.agent):
@@ -392,7 +392,7 @@ class DockerSandbox(Sandbox):
             futures = [pool.submit(self.launch, spec) for spec in specs]
             wait(futures)
         launched = [f.result() for f in futures if f.exception() is None]
-        failures = [f.exception() for f in futures if f.exception() is not None]
+        failures = [exc for f in futures if (exc := f.exception()) is not None]
         if failures:
             for proc in launched:
                 proc.kill()

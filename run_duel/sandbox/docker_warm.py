@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 
 #: How long a control request may take (a clean-up kills and waits for every agent process).
 CONTROL_TIMEOUT_S = 10.0
-#: The harness file mounted into warm containers (the factory is always this checkout's harness).
-HARNESS_FILE = Path(__file__).resolve().parents[1] / "harness" / "arena_harness.py"
 
 
 #: What a warm container is made for: the image, the limits and the revision (``LaunchSpec.labels``).

@@ -40,10 +40,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from run_duel.agent_data import DATA_DIR_ENV, DATA_DIR_IN_SANDBOX, MB, DataError, check_archive, fill_folder
 from run_duel.channel import Channel
+from run_duel.harness import HARNESS_DIR, PYTHON_HARNESS_FILES
 from run_duel.sandbox import seccomp
 from run_duel.sandbox.base import (
     HARNESS_PYTHON_FLAGS,
@@ -69,7 +71,8 @@ __all__ = ["AGENT_USER", "ALLOW_UNISOLATED_ENV", "LocalAgentProcess", "LocalSand
 
 log = logging.getLogger(__name__)
 
-HARNESS_PATH = Path(__file__).resolve().parent.parent / "harness" / "arena_harness.py"
+#: The harness script (its sibling modules, ``PYTHON_HARNESS_FILES``, are bound next to it).
+HARNESS_PATH = HARNESS_DIR / PYTHON_HARNESS_FILES[0]
 #: Address space allowed on top of ``Limits.memory_mb``: RLIMIT_AS counts mapped (not resident) memory,
 #: so Python + numpy need room beyond what Docker's RSS-based limit would count.
 ADDRESS_SPACE_SLACK_MB = 256
@@ -84,7 +87,7 @@ SANDBOX_TMP = "/tmp"  # noqa: S108
 SANDBOX_HOME = f"{SANDBOX_TMP}/home"
 
 
-def _libc_prctl() -> object | None:
+def _libc_prctl() -> Callable[..., int] | None:
     try:
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
@@ -221,7 +224,8 @@ class LocalSandbox(Sandbox):
                 cmd += ["--perms", "0755", "--dir", str(parent)]
             cmd += ["--ro-bind", root, root]
         cmd += ["--perms", "0755", "--dir", "/arena"]
-        cmd += ["--ro-bind", str(HARNESS_PATH), "/arena/arena_harness.py"]
+        for name in PYTHON_HARNESS_FILES:
+            cmd += ["--ro-bind", str(HARNESS_DIR / name), f"/arena/{name}"]
         cmd += ["--ro-bind", agent_dir, "/agent"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         # /dev/shm would otherwise be an unbounded tmpfs
@@ -384,11 +388,11 @@ class LocalSandbox(Sandbox):
             proc, channel, stderr, workdir or staged, cgroup, limits, via_bwrap=bool(self.bwrap)
         )
         if data_pipes is not None:
-            folder = BwrapDataFolder(proc, data_pipes[0], self.run_as)
-            agent._bwrap_data = folder
+            data_folder = BwrapDataFolder(proc, data_pipes[0], self.run_as)
+            agent._bwrap_data = data_folder
             if data_pipes[1] is not None:
                 try:
-                    folder.fill(data_pipes[1], archive, limits.data_mb * MB)
+                    data_folder.fill(data_pipes[1], archive, limits.data_mb * MB)
                 except (OSError, ValueError, SandboxError) as exc:
                     agent.kill()
                     if isinstance(exc, DataError):  # the archive's own content: the agent's

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from run_duel_helpers import player_source
 
+from run_duel.harness import HARNESS_DIR, PYTHON_HARNESS_FILES
 from run_duel.sandbox.local import HARNESS_PATH
 
 START = {"type": "start", "state": [[0, 1], [-1, 0]], "valid_actions": [2, 3]}
@@ -147,13 +148,39 @@ def test_a_memory_error_is_reported_as_such(make_agent):
 
 
 def test_the_harness_does_not_import_run_duel():
-    source = HARNESS_PATH.read_text()
-    assert "run_duel" not in "".join(
-        line for line in source.splitlines() if line.startswith(("import", "from"))
-    )
+    for name in PYTHON_HARNESS_FILES:
+        source = (HARNESS_DIR / name).read_text()
+        assert "run_duel" not in "".join(
+            line for line in source.splitlines() if line.lstrip().startswith(("import", "from"))
+        ), name
     done = subprocess.run(
         [sys.executable, "-I", str(HARNESS_PATH), "--help"], capture_output=True, timeout=30, check=False
     )
+    assert done.returncode == 0
+
+
+def test_the_shipped_files_alone_run_isolated_and_leave_the_agent_a_clean_path(make_agent, tmp_path):
+    """As agent images and sandboxes ship it: the harness's files in a folder of their own, run with
+    ``-I`` (its folder not on ``sys.path``): it loads its modules from there, and the agent's code does not
+    find that folder on its path."""
+    shipped = tmp_path / "arena"
+    shipped.mkdir()
+    for name in PYTHON_HARNESS_FILES:
+        (shipped / name).write_bytes((HARNESS_DIR / name).read_bytes())
+    agent = make_agent(
+        player_source(f"return int(valid_actions[0]) if {str(shipped)!r} not in sys.path else -1")
+    )
+    payload = json.dumps(START) + "\n" + json.dumps({"type": "close"}) + "\n"
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", "-u", str(shipped / "arena_harness.py"), "--agent-dir", str(agent)],
+        input=payload.encode(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+        cwd=tmp_path,
+    )
+    replies = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert replies == [{"type": "ready"}, {"type": "action", "action": 2}], done.stderr.decode()
     assert done.returncode == 0
 
 
