@@ -30,8 +30,7 @@ from core.config import (
     parse_database_url,
 )
 from envsettings import SettingsError
-from run_duel.registry import RegistryConfig
-from run_duel.settings import run_duel_settings
+from run_duel.api import RegistryConfig, run_duel_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_env_file(env_path("ENV_FILE", BASE_DIR / ".env"))

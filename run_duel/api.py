@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     )
     from run_duel.sandbox.orphans import reap_orphans
     from run_duel.seat import PlayerFault, Seat
+    from run_duel.settings import RunDuelSettings, run_duel_settings
 
 __all__ = [
     "AGENT_ENTRY_FILES",
@@ -83,6 +84,7 @@ __all__ = [
     "RegistryConfig",
     "RegistryConfigError",
     "ReusePolicy",
+    "RunDuelSettings",
     "Sandbox",
     "SandboxError",
     "Seat",
@@ -103,6 +105,7 @@ __all__ = [
     "play_duel",
     "reap_orphans",
     "run_cli",
+    "run_duel_settings",
     "sandbox_problem",
     "smoke_test",
     "store_in_host_folder",
@@ -148,6 +151,7 @@ _EXPORTS = {
     **dict.fromkeys(("DuelResult", "MatchResult"), "run_duel.outcomes"),
     **dict.fromkeys(("limits_for", "play_duel"), "run_duel.referee"),
     **dict.fromkeys(("RegistryConfig", "RegistryConfigError"), "run_duel.registry"),
+    **dict.fromkeys(("RunDuelSettings", "run_duel_settings"), "run_duel.settings"),
     **dict.fromkeys(
         (
             "AGENT_ENTRY_FILES",
