@@ -22,11 +22,11 @@ Bradley-Terry game (outcomes that saturate, strategies that cycle), and then a l
 has played neighbours often and far pairs little, differs from the round robin's by more than the
 bootstrap's sampling noise (the bootstrap cannot see a bias). :func:`misfit_dispersion` measures how far
 the near pairs' results stray from the fit (the quasi-likelihood dispersion: the Pearson statistic per
-pair, each counted as the results the fit counts it as); above 1, every interval and replicate is
-widened about the estimate by its square root, so "settled" and "=" are decided on the widened ones. On
-the benchmark's synthetic league this lifts the coverage of the near pairs' intervals from 0.82 to 0.91;
-a Bradley-Terry league is left alone (dispersion about 1), and a complete round robin of a misfitting
-game, whose bootstrap already covers, gets wider intervals than it needs (conservative: it settles later).
+pair against the bootstrap's own noise, its games); above 1, every interval and replicate is widened
+about the estimate by its square root, so "settled" and "=" are decided on the widened ones. A
+Bradley-Terry league is left alone (dispersion about 1); a complete round robin of a misfitting game,
+whose bootstrap already covers, gets wider intervals than it needs (conservative: it settles later).
+Measured coverage: ``docs/RATINGS.md``.
 
 Without replicates (the linearised intervals of very large fits) the difference interval is bounded by
 the two competitors' own intervals, ``[lo_a - hi_b, hi_a - lo_b]``: wider, so it settles later, never
@@ -286,8 +286,10 @@ def misfit_dispersion(
     For each pair at most ``near`` places apart in the fit's order, the Pearson statistic of its score
     ``(w / g - p)^2 * g' / v``: ``p`` the fit's expected score of the low index, ``v`` the variance of one
     match's score under the model with the pair's own draw share (at least :data:`DISPERSION_VAR_FLOOR`),
-    and ``g'`` the games the weighted fit counts the pair as (``min(games, cap)``). Their mean, over one
-    minus the share of degrees of freedom the fit used, is the quasi-likelihood dispersion."""
+    and ``g'`` the pair's games (``min(games, cap)`` with a ``cap``). The leaderboard passes no cap: its
+    bootstrap resamples every result of a pair before weighting it, so a pair's share is as precise as its
+    games make it, and that is the noise the misfit is compared with. Their mean, over one minus the share
+    of degrees of freedom the fit used, is the quasi-likelihood dispersion."""
     table = np.asarray(table, dtype=np.float64).reshape(-1, 3)
     n = theta.size
     if n < 2 or table.shape[0] <= DISPERSION_MIN_PAIRS:
