@@ -24,7 +24,8 @@ Connect Four league adds its agents' own thinking time per match). Strategies:
 
 * **ours** - ``plan_duels`` with the production policy (``ladder_policy``: duel length per pairing, pairs
   by expected information per worker-second, pairs the stored Bradley-Terry fit has settled rest, the fit
-  refreshed every ``TM_TIE_FIT_DELAY_SECONDS`` of simulated time, daily budget);
+  refreshed every ``TM_TIE_FIT_DELAY_SECONDS`` of simulated time, daily budget), its duels stopping when
+  decided as the referee's ladder duels do (``run_duel.stopping``; ``--no-stop``: every match played);
 * **round robin** - every pair once per cycle (shuffled rounds), ``matches_per_duel`` per duel;
 * **random** - disjoint uniformly random pairs, ``matches_per_duel`` per duel;
 * **today** (``--only today``) - the ladder before duel lengths and resting.
