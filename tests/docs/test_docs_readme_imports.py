@@ -38,7 +38,7 @@ IMPORTS = re.compile(r"\*\*(?:Imports|May import)[:*\s]*(.*?)(?:\n\s*\n|\n\*\*|\
 
 def imported_packages(package: str) -> set[str]:
     folder, _ = PACKAGES[package]
-    found = set()
+    found: set[str] = set()
     for source in (ROOT / folder).rglob("*.py"):
         if "migrations" in source.parts:
             continue
