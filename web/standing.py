@@ -1,6 +1,7 @@
 """Where competitors stand on their game's leaderboard now: the same rank and score the leaderboard shows
 (expected score against the whole field, competitors not yet in the fit after them by mu - 3 sigma), read
-from the leaderboard API's cached ranking (one query, the ratings version, when it is cached).
+from the process's snapshot of the ranking (``tournament_manager.leaderboard``: the version, plus the rows
+changed since, when the ratings changed).
 
 The duel page uses it so that it never names another order than the leaderboard's: a duel moves the
 TrueSkill numbers (mu, sigma) at once, while the leaderboard's score is fitted to every rated result together.
@@ -8,9 +9,11 @@ TrueSkill numbers (mu, sigma) at once, while the leaderboard's score is fitted t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from core.models import Environment
+from web import queries
 
 
 @dataclass(frozen=True)
@@ -53,27 +56,18 @@ class Standing:
 
 def standings(environment: Environment, competitor_ids: list[int]) -> dict[int, Standing]:
     """``{competitor id: Standing}`` for those of ``competitor_ids`` on the game's leaderboard."""
-    from web.api.leaderboard import ratings_version, serialized_rows
-
-    found = ratings_version(environment.slug)
-    if found is None:
-        return {}
-    _, rows = serialized_rows(*found)
-    counts: dict[int, int] = {}
-    for row in rows:
-        counts[row["rank"]] = counts.get(row["rank"], 0) + 1
-    out = {}
+    rows = queries.leaderboard(environment)
+    counts = Counter(row.rank for row in rows)
     wanted = set(competitor_ids)
-    for row in rows:
-        if row["competitor_id"] not in wanted:
-            continue
-        fs = row.get("field_score") or {}
-        out[row["competitor_id"]] = Standing(
-            rank=row["rank"],
+    return {
+        row.competitor_id: Standing(
+            rank=row.rank,
             total=len(rows),
-            tied=counts[row["rank"]] > 1,
-            score=fs.get("score"),
-            lower=fs.get("lower"),
-            upper=fs.get("upper"),
+            tied=counts[row.rank] > 1,
+            score=row.field_score,
+            lower=row.field_score_lower,
+            upper=row.field_score_upper,
         )
-    return out
+        for row in rows
+        if row.competitor_id in wanted
+    }
