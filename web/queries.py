@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -290,8 +289,6 @@ class RatingChange:
     sigma_before: float
     mu_after: float
     sigma_after: float
-    rank_before: int | None = None
-    rank_after: int | None = None
     at: datetime | None = None
 
     @property
@@ -313,13 +310,6 @@ class RatingChange:
     def mu_delta(self) -> float:
         """The change of mu, the skill estimate: what the duel's result moved."""
         return self.mu_after - self.mu_before
-
-    @property
-    def rank_delta(self) -> int | None:
-        """Places gained (positive) or lost; ``None`` without a rank before (its first duel)."""
-        if self.rank_before is None or self.rank_after is None:
-            return None
-        return self.rank_before - self.rank_after
 
 
 def _previous(field_name: str) -> Subquery:
@@ -352,58 +342,19 @@ def rating_changes(rating: Rating | None, duel_ids: list[int]) -> dict[int, Rati
     return changes
 
 
-def _rank_at(environment_id: int, rating_id: int, skill: float, moment: datetime, inclusive: bool) -> int:
-    """1 + the number of other competitors of the game whose latest rating at ``moment`` (``<=`` when
-    ``inclusive``, else ``<``) had a higher mu - 3 sigma than ``skill``. One query."""
-    when = Q(created_at__lte=moment) if inclusive else Q(created_at__lt=moment)
-    latest = (
-        RatingHistory.objects.filter(when, rating=OuterRef("pk"))
-        .order_by("-created_at", "-pk")
-        .annotate(cons=F("mu") - 3 * F("sigma"))
-        .values("cons")[:1]
-    )
-    better = (
-        Rating.objects.filter(environment_id=environment_id)
-        .exclude(pk=rating_id)
-        .annotate(cons_at=Subquery(latest))
-        .filter(cons_at__gt=skill)
-        .count()
-    )
-    return better + 1
-
-
 def duel_rating_changes(duel: Duel) -> list[RatingChange | None]:
-    """For each side of a rated duel, its rating before and after, with its rank by mu - 3 sigma among
-    the game's competitors just before the duel was rated and just after (both sides' entries applied);
-    ``None`` for a side the duel did not rate. At most 7 queries."""
+    """For each side of a rated duel, its TrueSkill rating before and after; ``None`` for a side the duel
+    did not rate. Where a competitor stands on the leaderboard is ``web.standing`` (the leaderboard's own
+    rank, never a second order by mu - 3 sigma). At most 3 queries."""
     competitor_ids = [duel.revision_1.competitor_id, duel.revision_2.competitor_id]
     ratings = {
         r.competitor_id: r
         for r in Rating.objects.filter(environment_id=duel.environment_id, competitor_id__in=competitor_ids)
     }
-    changes = [
+    return [
         rating_changes(ratings[cid], [duel.pk]).get(duel.pk) if cid in ratings else None
         for cid in competitor_ids
     ]
-    moments = [c.at for c in changes if c is not None and c.at is not None]
-    if not moments:
-        return [None, None]
-    start, end = min(moments), max(moments)
-    out: list[RatingChange | None] = []
-    for cid, change in zip(competitor_ids, changes, strict=True):
-        rating = ratings.get(cid)
-        if change is None or rating is None:
-            out.append(None)
-            continue
-        had_history = RatingHistory.objects.filter(rating=rating, created_at__lt=start).exists()
-        before = (
-            _rank_at(duel.environment_id, rating.pk, change.skill_before, start, inclusive=False)
-            if had_history
-            else None
-        )
-        after = _rank_at(duel.environment_id, rating.pk, change.skill_after, end, inclusive=True)
-        out.append(dataclasses.replace(change, rank_before=before, rank_after=after))
-    return out
 
 
 @dataclass
