@@ -115,7 +115,7 @@ def seed(revisions: int, image: str) -> list[int]:
             state=Revision.State.ELIGIBLE,
             agent_ref=image,
             zip_path=f"submissions/{competitor.pk}/1.zip",
-            content_hash=f"{i:064x}",
+            content_hash=f"{i:064x}",  # each its own code: matchmaking never pairs twins
         )
         competitor.current_revision = revision
         competitor.save(update_fields=["current_revision"])

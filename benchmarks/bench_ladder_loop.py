@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_db import drop_database, recreate_database  # noqa: E402 (after the path set-up)
-from bench_duel_worker import MATCHES, check, load, play  # noqa: E402
+from bench_duel_worker import MATCHES, check, load, play, seed  # noqa: E402
 
 GAME = "connect-four"
 NODE_SCRIPT = REPO / "scripts" / "start_docker_node.sh"
@@ -97,34 +97,6 @@ def process_env(args: argparse.Namespace, run_id: str, data_dir: str) -> dict[st
     if args.control_queue:
         env["CONTROL_QUEUE"] = f"bench-ll-ctl-{run_id}"
     return env
-
-
-def seed(competitors: int, image: str) -> list[int]:
-    """Connect Four, ``competitors`` competitors, each with an ELIGIBLE revision playing ``image``."""
-    from core.actions import sync_environments
-    from core.management.commands.sync_environments import game_infos
-    from core.models import Competitor, Environment, Revision, User
-
-    sync_environments(game_infos())
-    env = Environment.objects.get(slug=GAME)
-    user = User.objects.create(email="bench@ladder-loop.example", display_name="Bench", password="!")
-    ids = []
-    for i in range(competitors):
-        competitor = Competitor.objects.create(
-            owner=user, environment=env, name=f"random-{i}", is_public=True, next_version=2
-        )
-        revision = Revision.objects.create(
-            competitor=competitor,
-            version=1,
-            state=Revision.State.ELIGIBLE,
-            agent_ref=image,
-            zip_path=f"submissions/{competitor.pk}/1.zip",
-            content_hash=f"{i:064x}",  # each its own code: matchmaking never pairs twins
-        )
-        competitor.current_revision = revision
-        competitor.save(update_fields=["current_revision"])
-        ids.append(revision.pk)
-    return ids
 
 
 def start_node(name: str, image: str) -> str:
