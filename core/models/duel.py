@@ -66,6 +66,18 @@ class Duel(LeasedJob):
     player_2_log = models.TextField(blank=True)
     rated = models.BooleanField(default=False, help_text="Ratings have consumed this result.")
     rated_at = models.DateTimeField(null=True, blank=True)
+    # Duels that stop when decided (run_duel.stopping; the duel JSON's fields of the same names).
+    stop_rule = models.JSONField(
+        null=True, blank=True, help_text="The sequential rule it could stop by; None: it plays every match."
+    )
+    planned_matches = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Matches it would have played without stopping (None: no stop rule)."
+    )
+    stopped_early = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Where and why the rule ended it (after_matches, leader, evidence, reason); None: not.",
+    )
 
     class Meta:
         constraints = [
