@@ -95,6 +95,29 @@ def headline(duel: Duel, side_1: Side, side_2: Side) -> str:
     return text + "."
 
 
+def stop_note(duel: Duel, side_1: Side, side_2: Side) -> str:
+    """How long a duel that could stop when decided (``run_duel.stopping``) played, in one sentence; empty
+    for a duel without a stop rule or without a result."""
+    if duel.state != Duel.State.FINISHED or duel.stop_rule is None or duel.result == Duel.Result.ERROR:
+        return ""
+    planned = duel.planned_matches or duel.num_matches
+    stopped = duel.stopped_early
+    if not stopped:
+        return (
+            f"Played all {planned} planned matches: the duel stops early only once one player is clearly "
+            "stronger, and it was not decided before."
+        )
+    leader = side_1 if stopped.get("leader") == "PLAYER_1" else side_2
+    alpha = float(duel.stop_rule.get("alpha") or 0.05)
+    after = stopped.get("after_matches", duel.num_matches)
+    evidence = float(stopped.get("evidence", 0.0))
+    return (
+        f"Stopped early after {after} of {planned} matches, decided: {leader.name} was clearly stronger "
+        f"(the sequential test's evidence {evidence:g} reached {1.0 / alpha:g}; two equal players stop "
+        f"early at most {alpha:.0%} of the time)."
+    )
+
+
 def _score(side: Side) -> str:
     return "-" if side.score is None else f"{side.score:g}"
 

@@ -158,6 +158,9 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
             setattr(duel, field, int(duel_json.get(field) or 0))
         duel.player_1_score = duel_json.get("player_1_score")
         duel.player_2_score = duel_json.get("player_2_score")
+        duel.stop_rule = duel_json.get("stop_rule")  # run_duel.stopping: set only for a duel that could stop
+        duel.planned_matches = duel_json.get("planned_matches")
+        duel.stopped_early = duel_json.get("stopped_early")
         duel.player_1_log = (duel_json.get("player_1_log") or "")[-log_cap:]
         duel.player_2_log = (duel_json.get("player_2_log") or "")[-log_cap:]
         duel.finished_at = now

@@ -22,6 +22,7 @@ from web.duels import headline as duel_headline
 from web.duels import outcome_for as duel_outcome_for
 from web.duels import rating_story
 from web.duels import sides as duel_sides
+from web.duels import stop_note as duel_stop_note
 from web.error_privacy import duel_detail, duel_sentence, match_detail, match_sentence
 from web.game_boards import latest_boards
 from web.progress import build_verdict, revision_progress, smoke_verdict
@@ -341,6 +342,7 @@ def _duel_context(request: HttpRequest, d: Duel) -> dict:
         "matches": matches,
         "sides": (side_1, side_2),
         "headline": duel_headline(d, side_1, side_2),
+        "stop_note": duel_stop_note(d, side_1, side_2),
         "live": live,
         "expected_matches": d.num_matches or d.environment.matches_per_duel,
         "refresh_seconds": DUEL_REFRESH_SECONDS,
