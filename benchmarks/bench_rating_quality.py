@@ -25,7 +25,10 @@ Connect Four league adds its agents' own thinking time per match). Strategies:
 * **ours** - ``plan_duels`` with the production policy (``ladder_policy``: duel length per pairing, pairs
   by expected information per worker-second, pairs the stored Bradley-Terry fit has settled rest, the fit
   refreshed every ``TM_TIE_FIT_DELAY_SECONDS`` of simulated time, daily budget), its duels stopping when
-  decided as the referee's ladder duels do (``run_duel.stopping``; ``--no-stop``: every match played);
+  decided as the referee's ladder duels do (``run_duel.stopping``; ``--no-stop`` or ``TM_DUEL_STOP_EARLY``
+  off: every match played) and priced by matchmaking at their expected matches;
+* **ours-priced-at-cap** (``--only``) - ours with every duel priced at its full length (the cost model
+  before it knew that duels stop);
 * **round robin** - every pair once per cycle (shuffled rounds), ``matches_per_duel`` per duel;
 * **random** - disjoint uniformly random pairs, ``matches_per_duel`` per duel;
 * **today** (``--only today``) - the ladder before duel lengths and resting.
@@ -296,6 +299,24 @@ def queue_target() -> int:
     return math.ceil(factor * settings.CELERY_WORKER_CONCURRENCY)
 
 
+def stops_early(args: argparse.Namespace) -> bool:
+    """Whether ladder duels stop when decided: setting ``TM_DUEL_STOP_EARLY``, unless ``--no-stop``."""
+    return not args.no_stop and bool(getattr(settings, "TM_DUEL_STOP_EARLY", True))
+
+
+def ours_setup(
+    matches_per_duel: int, cost: DuelCost, setup: LadderSetup, args: argparse.Namespace
+) -> tuple[MatchmakingPolicy, LadderSetup]:
+    """Production's ladder policy and, when ladder duels stop when decided (:func:`stops_early`), the
+    setup whose duels stop by the referee's rule (matchmaking then prices them at their expected
+    matches); otherwise every match is played and priced."""
+    policy = ladder_policy(matches_per_duel, cost)
+    if not stops_early(args):
+        return replace(policy, stop_rule=None), setup
+    rule = policy.stop_rule or StopRule()
+    return policy, replace(setup, stop_test=lambda: SequentialTest(rule))
+
+
 def production_setup(matches_per_duel: int, cost: DuelCost) -> LadderSetup:
     """Workers, queue target, matchmaking interval, tie-fit refresh, bootstrap size and margin from the
     settings."""
@@ -341,11 +362,11 @@ def run_league(
     setup = production_setup(info.matches_per_duel, cost)
     unfitted = replace(setup, fit_every_s=None)  # baselines ignore settled pairs: no refits to pay for
     n = make_league(0).n_agents
-    policy = ladder_policy(info.matches_per_duel, cost)
-    # Production passes the stop rule to ladder duels only: ours' duels stop when decided (--no-stop: not).
-    stopping = setup if args.no_stop else replace(setup, stop_test=lambda: SequentialTest(StopRule()))
+    policy, stopping = ours_setup(info.matches_per_duel, cost, setup, args)
     strategies: dict[str, tuple[Callable[[int], Planner], LadderSetup]] = {
         "ours": (lambda seed: policy_planner(rater, policy), stopping),
+        # Ours with each duel priced at its cap, as before matchmaking knew that duels stop (--only).
+        "ours-priced-at-cap": (lambda seed: policy_planner(rater, replace(policy, stop_rule=None)), stopping),
         "round-robin": (lambda seed: round_robin(n, 12345 + seed), unfitted),
         "random": (lambda seed: random_pairs, unfitted),
         "today": (lambda seed: policy_planner(rater, TODAY), unfitted),
@@ -381,16 +402,17 @@ def run_league(
         f"(difference interval excludes 0 or within +-{setup.tie_margin:g}), daily budget "
         f"{policy.daily_duels or 'none'}"
     )
-    if "ours" in stopped:
-        early, finished = stopped["ours"]
-        print(
-            f"ours: {early} of {finished} duels stopped when decided"
-            + (
-                " (--no-stop)"
-                if args.no_stop
-                else " (run_duel.stopping, as the referee does for ladder duels)"
+    for k in ("ours", "ours-priced-at-cap"):
+        if k in stopped:
+            early, finished = stopped[k]
+            print(
+                f"{k}: {early} of {finished} duels stopped when decided"
+                + (
+                    " (run_duel.stopping, as the referee does for ladder duels)"
+                    if stops_early(args)
+                    else " (--no-stop or TM_DUEL_STOP_EARLY=off: every match played)"
+                )
             )
-        )
     print("clearly different pairs ordered right: mean (worst seed); coverage of the 95 % intervals")
     print(f"{'worker-s':>9} | " + " | ".join(f"{k:^26}" for k in strategies))
     xs = [step * i for i in range(1, args.points + 1)]
@@ -488,10 +510,9 @@ def resting(cost: DuelCost, rater: Rater, args: argparse.Namespace) -> None:
     a right place."""
     info = get_info("connect-four")
     setup = production_setup(info.matches_per_duel, cost)
-    policy = ladder_policy(info.matches_per_duel, cost)
+    policy, stopping = ours_setup(info.matches_per_duel, cost, setup, args)
     warm = args.settle_hours * 3600.0
     print(f"\n=== resting: 10 Connect Four agents, after {args.settle_hours:g} simulated hours ===")
-    stopping = setup if args.no_stop else replace(setup, stop_test=lambda: SequentialTest(StopRule()))
     for label, pol, su in (("today", TODAY, setup), ("ours", policy, stopping)):
         per_hour, rank_s, duels, last_s = [], [], [], []
         for seed in range(args.seeds):
@@ -526,7 +547,9 @@ def main() -> None:
     )
     ap.add_argument("--points", type=int, default=150, help="checkpoints per curve")
     ap.add_argument("--coverage-every", type=int, default=10, help="coverage at every N-th checkpoint")
-    ap.add_argument("--only", nargs="+", help="strategies (ours, round-robin, random, today)")
+    ap.add_argument(
+        "--only", nargs="+", help="strategies (ours, round-robin, random, today, ours-priced-at-cap)"
+    )
     ap.add_argument("--settle-hours", type=float, default=6.0)
     ap.add_argument("--no-resting", action="store_true")
     ap.add_argument("--no-stop", action="store_true", help="ours' duels play every match (no stop rule)")

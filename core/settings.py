@@ -437,6 +437,9 @@ TM_DUEL_FIXED_SECONDS = env_float("TM_DUEL_FIXED_SECONDS", 0.5, minimum=0.0)
 TM_DUEL_MATCH_SECONDS = env_float("TM_DUEL_MATCH_SECONDS", 0.05, minimum=0.001)
 TM_MIN_DUEL_MATCHES = env_int("TM_MIN_DUEL_MATCHES", 2, minimum=1)
 TM_MAX_DUEL_MATCHES = env_int("TM_MAX_DUEL_MATCHES", 0, minimum=0)
+# Ladder duels stop once one player is clearly stronger (run_duel/stopping.py; off: every match is played).
+# The worker reads it when it starts a duel, matchmaking when it prices one (duel_plan.expected_matches).
+TM_DUEL_STOP_EARLY = env_bool("TM_DUEL_STOP_EARLY", True)
 # A pair is settled (not replayed) when the Bradley-Terry fit's 95 % interval of its strength difference
 # excludes 0 or lies within +-TM_TIE_MARGIN (log-strength; 0.2 = an expected score within 0.45-0.55).
 TM_TIE_MARGIN = env_float("TM_TIE_MARGIN", 0.2, minimum=0.0)

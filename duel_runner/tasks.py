@@ -247,8 +247,10 @@ LADDER_STOP_RULE: dict[str, Any] = {"rule": "sequential-pairs"}
 
 
 def stop_rule_of(duel: Duel) -> dict[str, Any] | None:
-    """The stop rule of ``duel``'s spec (``None``: every match is played)."""
-    return dict(LADDER_STOP_RULE) if duel.kind in STOPPING_KINDS else None
+    """The stop rule of ``duel``'s spec (``None``: every match is played; setting ``TM_DUEL_STOP_EARLY``
+    off: no duel stops early)."""
+    stops = duel.kind in STOPPING_KINDS and getattr(settings, "TM_DUEL_STOP_EARLY", True)
+    return dict(LADDER_STOP_RULE) if stops else None
 
 
 def _duel(duel: Duel, claim: Claim) -> dict[str, Any]:

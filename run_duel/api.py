@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from run_duel.sandbox.orphans import reap_orphans
     from run_duel.seat import PlayerFault, Seat
     from run_duel.settings import RunDuelSettings, run_duel_settings
+    from run_duel.stopping import PAIR as STOP_PAIR
+    from run_duel.stopping import SequentialTest, StopRule
 
 __all__ = [
     "AGENT_ENTRY_FILES",
@@ -68,6 +70,7 @@ __all__ = [
     "MB",
     "PYTHON_HARNESS_FILES",
     "SANDBOXES",
+    "STOP_PAIR",
     "AgentData",
     "DataError",
     "DuelResult",
@@ -88,7 +91,9 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "Seat",
+    "SequentialTest",
     "SmokeResult",
+    "StopRule",
     "agent_formats",
     "archive_of",
     "cache_budget_from_env",
@@ -169,6 +174,8 @@ _EXPORTS = {
     "ReusePolicy": "run_duel.sandbox.docker_warm",
     "reap_orphans": "run_duel.sandbox.orphans",
     **dict.fromkeys(("PlayerFault", "Seat"), "run_duel.seat"),
+    **dict.fromkeys(("SequentialTest", "StopRule"), "run_duel.stopping"),
+    "STOP_PAIR": "run_duel.stopping:PAIR",
 }
 
 

@@ -124,7 +124,7 @@ def duel_cost() -> DuelCost:
 
 def ladder_policy(matches_per_duel: int | None = None, cost: DuelCost | None = None) -> MatchmakingPolicy:
     """The matchmaking policy from settings ``TM_PLACEMENT_MATCHES``, ``TM_RANDOM_SHARE``, ``TM_NEIGHBOURS``,
-    ``TM_MAX_IN_FLIGHT``, ``TM_IDLE_AFTER_SECONDS`` and ``TM_DAILY_DUELS`` (defaults:
+    ``TM_MAX_IN_FLIGHT``, ``TM_IDLE_AFTER_SECONDS``, ``TM_DAILY_DUELS`` and ``TM_DUEL_STOP_EARLY`` (defaults:
     :class:`MatchmakingPolicy`'s; settled pairs are the stored fit's). With the game's ``matches_per_duel``,
     duel lengths are chosen per pairing among the even numbers from ``TM_MIN_DUEL_MATCHES`` to
     ``TM_MAX_DUEL_MATCHES`` (0: ``DUEL_LENGTH_FACTOR`` x ``matches_per_duel``) with the cost model
@@ -145,6 +145,7 @@ def ladder_policy(matches_per_duel: int | None = None, cost: DuelCost | None = N
         cost=(cost or duel_cost()) if lengths else None,
         duel_lengths=lengths,
         daily_duels=getattr(settings, "TM_DAILY_DUELS", default.daily_duels),
+        stop_rule=default.stop_rule if getattr(settings, "TM_DUEL_STOP_EARLY", True) else None,
     )
 
 

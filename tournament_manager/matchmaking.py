@@ -18,7 +18,8 @@
 
 With a cost model (``policy.cost``, :mod:`tournament_manager.duel_plan`) :func:`plan_duels` also chooses
 each duel's length from ``policy.duel_lengths`` and pass 3 ranks pairs by expected ordering doubt
-removed per worker-second instead of by doubt. **Resting** (``policy.rests`` and a ``settled`` test,
+removed per worker-second instead of by doubt (a duel that stops when decided, ``policy.stop_rule``,
+priced at the matches it is expected to play). **Resting** (``policy.rests`` and a ``settled`` test,
 in production the stored Bradley-Terry fit's, :mod:`tournament_manager.settled`: the pair's difference
 interval excludes 0 or lies within the tie margin, never TrueSkill's sigma): settled pairs are not
 replayed, the idle pass serves only competitors with an unsettled neighbour, and free slots are left
@@ -44,6 +45,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from run_duel.api import StopRule
 from tournament_manager.duel_plan import DuelCost, best_length
 from tournament_manager.ids import Id
 from tournament_manager.rating import Rater, Skill
@@ -75,6 +77,10 @@ class PlannedDuel:
     matches: int | None = None
 
 
+#: The rule ladder duels stop by (the referee's defaults, as ``duel_runner.tasks.LADDER_STOP_RULE`` asks).
+LADDER_STOP_RULE = StopRule()
+
+
 @dataclass(frozen=True)
 class MatchmakingPolicy:
     """Tunable knobs of :func:`choose_pairs` (the defaults are what the ladder uses)."""
@@ -97,6 +103,9 @@ class MatchmakingPolicy:
     rests: bool = True
     #: Ladder duels a competitor may play per 24 hours outside placement opponents' duty (0: no limit).
     daily_duels: int = 200
+    #: The rule ladder duels stop by when decided (``run_duel.stopping``; setting ``TM_DUEL_STOP_EARLY``):
+    #: with a cost model, a duel is priced at the matches it is expected to play; None: at its length.
+    stop_rule: StopRule | None = LADDER_STOP_RULE
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.random_share <= 1.0:
@@ -195,7 +204,7 @@ def plan_duels(
     cost = policy.cost if policy.duel_lengths else None
 
     def length(a: Skill, b: Skill) -> int | None:
-        return best_length(rater, a, b, cost, policy.duel_lengths)[0] if cost else None
+        return best_length(rater, a, b, cost, policy.duel_lengths, policy.stop_rule)[0] if cost else None
 
     def is_settled(a: Candidate, b: Candidate) -> bool:
         return policy.rests and settled is not None and settled(a.id, b.id)
@@ -260,7 +269,7 @@ def plan_duels(
 
     def score(a: Candidate, b: Candidate) -> float:
         if cost:
-            return best_length(rater, a.skill, b.skill, cost, policy.duel_lengths)[1]
+            return best_length(rater, a.skill, b.skill, cost, policy.duel_lengths, policy.stop_rule)[1]
         return ordering_doubt(a.skill, b.skill)
 
     wanted_first = {frozenset(p) for p in to_play}
