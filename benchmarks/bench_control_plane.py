@@ -637,6 +637,7 @@ def preload_history(
     from django.db import connection
     from django.utils import timezone
 
+    from core.match_moves import pack
     from core.models import Duel, Match, Rating, RatingHistory, Revision
 
     t0 = time.perf_counter()
@@ -671,7 +672,7 @@ def preload_history(
     copy_rows(
         cur,
         Match,
-        {"error_kind": "", "error_msg": "", "actions": "[1, 2, 3]", "move_times": "[0.001, 0.001, 0.001]"},
+        {"error_kind": "", "error_msg": "", "packed_moves": pack([1, 2, 3], [0.001, 0.001, 0.001])},
         ["duel_id", "index", "result", "first_player", "player_1_score", "player_2_score", "states"],
         (
             (d, i, "PLAYER_1_WIN" if i < w else "PLAYER_2_WIN", "PLAYER_1" if i % 2 == 0 else "PLAYER_2")

@@ -232,13 +232,13 @@ def load(args: argparse.Namespace) -> dict[str, float]:
         cur.execute(
             f"""
             INSERT INTO core_match (duel_id, index, result, first_player, player_1_score, player_2_score,
-                                    states, actions, move_times, error_kind, error_msg)
+                                    states, packed_moves, error_kind, error_msg)
             SELECT d.id, k,
                    CASE WHEN k < d.player_1_wins THEN 'PLAYER_1_WIN' ELSE 'PLAYER_2_WIN' END,
                    CASE WHEN k %% 2 = 0 THEN 'PLAYER_1' ELSE 'PLAYER_2' END,
                    CASE WHEN k < d.player_1_wins THEN 1.0 ELSE 0.0 END,
                    CASE WHEN k < d.player_1_wins THEN 0.0 ELSE 1.0 END,
-                   %s::jsonb, '[]'::jsonb, '[]'::jsonb, '', ''
+                   %s::jsonb, ''::bytea, '', ''
             FROM core_duel d CROSS JOIN generate_series(0, {MATCHES_PER_DUEL - 1}) AS k
             """,
             [final],

@@ -258,6 +258,21 @@ class MatchAdmin(admin.ModelAdmin):
     list_display = ["pk", "duel", "index", "result", "error_kind", "first_player"]
     list_filter = ["result", "error_kind"]
     raw_id_fields = ["duel"]
+    # The packed moves shown as the lists they hold (core.match_moves), where the JSON columns were.
+    fields = [
+        "duel",
+        "index",
+        "result",
+        "error_kind",
+        "error_msg",
+        "first_player",
+        "player_1_score",
+        "player_2_score",
+        "states",
+        "actions",
+        "move_times",
+    ]
+    readonly_fields = ["actions", "move_times"]
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

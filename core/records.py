@@ -43,6 +43,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from core.match_moves import unpack_actions
 from core.match_states import recorded
 from core.models import Duel, Environment, Match, RatingHistory, User
 
@@ -54,7 +55,7 @@ _FIELDS = (
     "result",
     "first_player",
     "states",
-    "actions",
+    "packed_moves",
     "duel__finished_at",
 )
 _FINAL_REWARDS: dict[str, tuple[float, float]] = {
@@ -145,7 +146,7 @@ def page_end(environment: Environment, viewer: User | None, flt: RecordFilter) -
 
 def match_lines(row: dict[str, Any], slug: str, game: Any) -> Iterator[dict[str, Any]]:
     """The step records of one match row (``_FIELDS`` values), first move first."""
-    actions: list[int] = row["actions"] or []
+    actions: list[int] = unpack_actions(row["packed_moves"])
     if not actions:
         return
     states: list[dict[str, Any]] = recorded(game, row["states"] or [], actions)  # stored compact

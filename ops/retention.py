@@ -43,7 +43,7 @@ class RetentionReport:
     replays_deleted: int = 0
     zips_deleted: int = 0
     blobs_deleted: int = 0  # uploads removed from the upload store (core.blobs)
-    bytes_freed: int = 0  # JSON bytes of states and actions, plus zip files and stored uploads
+    bytes_freed: int = 0  # JSON bytes of states, packed bytes of moves, plus zip files and stored uploads
 
     def __str__(self) -> str:
         return (
@@ -74,6 +74,7 @@ def _kept_states(states: list, actions: list, has_chance: bool) -> list | None:
 
 def _prune_states(cutoff: datetime, dry_run: bool, report: RetentionReport) -> None:
     from core.actions.retention import prune_match_states
+    from core.match_moves import unpack_actions
     from core.models import Environment, Match
     from environments import get_game
 
@@ -85,13 +86,13 @@ def _prune_states(cutoff: datetime, dry_run: bool, report: RetentionReport) -> N
                 Match.objects.filter(duel__environment=env, duel__finished_at__lt=cutoff, id__gt=last_id)
                 .exclude(states=[])
                 .order_by("id")
-                .values_list("id", "states", "actions")[:BATCH]
+                .values_list("id", "states", "packed_moves")[:BATCH]
             )
             if not rows:
                 break
             last_id = rows[-1][0]
-            for match_id, states, actions in rows:
-                kept = _kept_states(states or [], actions or [], has_chance)
+            for match_id, states, packed in rows:
+                kept = _kept_states(states or [], unpack_actions(packed), has_chance)
                 if kept is None or len(kept) == len(states or []):
                     continue
                 report.match_states_pruned += 1
@@ -102,6 +103,7 @@ def _prune_states(cutoff: datetime, dry_run: bool, report: RetentionReport) -> N
 
 def _delete_retired_replays(cutoff: datetime, dry_run: bool, report: RetentionReport) -> None:
     from core.actions.retention import clear_replays
+    from core.match_moves import EMPTY
     from core.models import Duel, Match
 
     retired = Duel.objects.filter(finished_at__lt=cutoff).exclude(
@@ -112,15 +114,15 @@ def _delete_retired_replays(cutoff: datetime, dry_run: bool, report: RetentionRe
     while True:
         rows = list(
             Match.objects.filter(duel__in=retired, id__gt=last_id)
-            .exclude(actions=[], states=[])
+            .exclude(packed_moves=EMPTY, states=[])
             .order_by("id")
-            .values_list("id", "states", "actions", "move_times")[:BATCH]
+            .values_list("id", "states", "packed_moves")[:BATCH]
         )
         if not rows:
             break
         last_id = rows[-1][0]
         report.replays_deleted += len(rows)
-        report.bytes_freed += sum(_json_size(s) + _json_size(a) + _json_size(t) for _, s, a, t in rows)
+        report.bytes_freed += sum(_json_size(s) + len(p) for _, s, p in rows)
         if not dry_run:
             clear_replays([r[0] for r in rows])
 

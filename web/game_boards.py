@@ -13,8 +13,17 @@ from typing import Any
 from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 
-from environments import UnknownGameError
+from core.match_states import recorded
+from environments import UnknownGameError, get_game
 from environments.registry import static_dir
+
+
+def _recorded_states(slug: str, states: list[Any], actions: list[Any]) -> list[Any]:
+    """The match's states as the referee recorded them (stored compact: ``core.match_states``)."""
+    try:
+        return recorded(get_game(slug), states or [], actions)
+    except UnknownGameError:
+        return states or []
 
 
 @functools.cache
@@ -66,6 +75,7 @@ def latest_boards(environments: Iterable[Any]) -> dict[str, dict[str, Any]]:
         .select_related("duel__environment", "duel__revision_1__competitor", "duel__revision_2__competitor")
         .only(
             "states",
+            "packed_moves",
             "first_player",
             "duel__environment__slug",
             "duel__revision_1__competitor__name",
@@ -74,11 +84,12 @@ def latest_boards(environments: Iterable[Any]) -> dict[str, dict[str, Any]]:
     )
     out = {}
     for m in matches:
-        if not m.states:  # pruned by retention: the sample stands in
-            continue
         d = m.duel
+        states = _recorded_states(d.environment.slug, m.states, m.actions)
+        if not states:  # a replay retention cleared: the sample stands in
+            continue
         out[d.environment.slug] = {
-            "state": m.states[-1],
+            "state": states[-1],
             "players": [d.revision_1.competitor.name, d.revision_2.competitor.name],
             "first_player": m.first_player,
             "url": reverse("web:match", args=[m.pk]),

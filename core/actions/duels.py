@@ -14,6 +14,7 @@ from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
 from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed, requeue_failed_job
 from core.actions.pair_records import count_duel_result
+from core.match_moves import pack
 from core.match_states import compact
 from core.models import Duel, Environment, Match, Revision, Tournament
 from core.queue import enqueue_on_commit
@@ -88,7 +89,8 @@ def _game_of(duel: Duel) -> Any:
 
 def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
     """A Match row of ``m`` (a match of the duel JSON), its states stored compact (``core.match_states``:
-    the rules replay them from the actions when read)."""
+    the rules replay them from the actions when read), its actions and move times packed
+    (``core.match_moves``)."""
     if m.get("result") not in _MATCH_RESULTS:
         raise ValueError(f"match {index}: bad result {m.get('result')!r}")
     actions = m.get("actions") or []
@@ -102,8 +104,7 @@ def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
         player_1_score=float(m.get("player_1_score") or 0.0),
         player_2_score=float(m.get("player_2_score") or 0.0),
         states=compact(_game_of(duel), m.get("states") or [], actions),
-        actions=actions,
-        move_times=m.get("move_times") or [],
+        packed_moves=pack(actions, m.get("move_times")),
     )
 
 
@@ -123,7 +124,7 @@ def record_matches_so_far(claim: Claim, first_index: int, matches: list[dict[str
             rows,
             update_conflicts=True,
             unique_fields=["duel", "index"],
-            update_fields=[*_MATCH_FIELDS, "states", "actions", "move_times"],
+            update_fields=[*_MATCH_FIELDS, "states", "packed_moves"],
         )
     return True
 
@@ -179,17 +180,19 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
     return True
 
 
-#: Match columns written by :func:`_insert_matches` (every one but the id), and those holding JSON.
+#: Match columns written by :func:`_insert_matches` (every one but the id), those holding JSON, and the
+#: packed moves (bytes, handed to the COPY as they are).
 _COPY_FIELDS = [f for f in Match._meta.concrete_fields if not f.primary_key]
 _COPY_COLUMNS = ", ".join(f'"{f.column}"' for f in _COPY_FIELDS)
 _COPY_SQL = f'COPY "{Match._meta.db_table}" ({_COPY_COLUMNS}) FROM STDIN'
 _JSON_FIELDS = {f.attname for f in _COPY_FIELDS if f.get_internal_type() == "JSONField"}
+_BINARY_FIELDS = {f.attname for f in _COPY_FIELDS if f.get_internal_type() == "BinaryField"}
 
 
 def _insert_matches(rows: list[Match]) -> None:
-    """Insert new Match rows (ids are not read back): one ``COPY`` on PostgreSQL, JSON encoded by orjson
-    (``bulk_create``'s ``INSERT ... UNNEST`` quotes every array element in Python); ``bulk_create``
-    elsewhere (SQLite)."""
+    """Insert new Match rows (ids are not read back): one ``COPY`` on PostgreSQL, JSON encoded by orjson,
+    the packed moves as bytes (``bulk_create``'s ``INSERT ... UNNEST`` quotes every array element in
+    Python); ``bulk_create`` elsewhere (SQLite)."""
     if connection.vendor != "postgresql":
         Match.objects.bulk_create(rows)
         return
@@ -200,6 +203,8 @@ def _insert_matches(rows: list[Match]) -> None:
                 [
                     orjson.dumps(getattr(row, f.attname)).decode()
                     if f.attname in _JSON_FIELDS
+                    else bytes(getattr(row, f.attname))
+                    if f.attname in _BINARY_FIELDS
                     else f.get_db_prep_save(getattr(row, f.attname), connection)
                     for f in _COPY_FIELDS
                 ]

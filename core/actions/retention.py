@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
+from core.match_moves import EMPTY
 from core.models import Blob, Match, Revision
 
 
@@ -18,7 +19,7 @@ def prune_match_states(match_id: int, kept: list) -> None:
 
 def clear_replays(match_ids: list[int]) -> int:
     """Drop the replays (states, actions, move times) of these matches; returns how many rows changed."""
-    return Match.objects.filter(id__in=match_ids).update(states=[], actions=[], move_times=[])
+    return Match.objects.filter(id__in=match_ids).update(states=[], packed_moves=EMPTY)
 
 
 def delete_unused_blob(sha256: str, leaving: Iterable[int], *, dry_run: bool = False) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from core.match_moves import pack, unpack
 from core.models.jobs import LeasedJob
 from run_duel.api import DuelResult, MatchResult
 
@@ -118,7 +119,13 @@ class Duel(LeasedJob):
 
 
 class Match(models.Model):
-    """One game of a duel, with its replay (states, actions, move times)."""
+    """One game of a duel, with its replay: the states the rules cannot give back (``states``,
+    ``core/match_states.py``), and the actions and move times packed in ``packed_moves``
+    (``core/match_moves.py``), read and written as the lists ``actions`` and ``move_times``.
+
+    ``Match(actions=..., move_times=...)`` and ``Match.objects.create(...)`` take the lists; queries name
+    ``packed_moves`` (``EMPTY``, ``b""``, when there are neither). The lists handed out are decoded once per
+    value of ``packed_moves``: assign a new list to change them, never mutate one in place."""
 
     Result = models.TextChoices("Result", [(r.name, (r.value, r.label)) for r in MatchResult])  # type: ignore[call-overload]
 
@@ -126,7 +133,8 @@ class Match(models.Model):
         PLAYER_1 = "PLAYER_1", "player 1"
         PLAYER_2 = "PLAYER_2", "player 2"
 
-    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="matches")
+    # No index of its own: the unique (duel, index) index serves every lookup by duel.
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="matches", db_index=False)
     index = models.PositiveIntegerField()
     result = models.CharField(max_length=14, choices=Result.choices)
     error_kind = models.CharField(
@@ -139,8 +147,9 @@ class Match(models.Model):
     player_1_score = models.FloatField(default=0.0)
     player_2_score = models.FloatField(default=0.0)
     states = models.JSONField(default=list)
-    actions = models.JSONField(default=list)
-    move_times = models.JSONField(default=list)
+    packed_moves = models.BinaryField(
+        default=b"", help_text="The actions and move times, core.match_moves.pack (b'': neither)."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["duel", "index"], name="core_match_unique_index")]
@@ -148,3 +157,28 @@ class Match(models.Model):
 
     def __str__(self) -> str:
         return f"match {self.index} of duel {self.duel_id}"
+
+    def _unpacked(self) -> tuple[list, list]:
+        data = self.packed_moves
+        cached = self.__dict__.get("_moves_cache")
+        if cached is None or cached[0] is not data:
+            cached = self.__dict__["_moves_cache"] = (data, unpack(data))
+        return cached[1]
+
+    @property
+    def actions(self) -> list:
+        """The actions, in play order (``core.match_moves``)."""
+        return self._unpacked()[0]
+
+    @actions.setter
+    def actions(self, value: list | None) -> None:
+        self.packed_moves = pack(value, self.move_times)
+
+    @property
+    def move_times(self) -> list:
+        """Seconds each action took (send to reply), one per action."""
+        return self._unpacked()[1]
+
+    @move_times.setter
+    def move_times(self, value: list | None) -> None:
+        self.packed_moves = pack(self.actions, value)

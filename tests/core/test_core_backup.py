@@ -57,7 +57,7 @@ def _snapshot(arena: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     return {
         "pages": html,
         "ratings": sorted(Rating.objects.values_list("competitor_id", "mu", "sigma")),
-        "replays": sorted(Match.objects.values_list("id", "states", "actions")),
+        "replays": sorted((m.pk, m.states, m.actions, m.move_times) for m in Match.objects.all()),
         "data folders": [
             (d.competitor_id, bytes(d.archive), d.generation) for d in StoredAgentData.objects.all()
         ],

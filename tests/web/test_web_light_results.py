@@ -1,6 +1,8 @@
-"""Light results: a recorded match keeps its actions and the least of its states (``core.match_states``),
-and every reader (match page, match replay and duel replays API, the duel JSON ``rl-arena download``
-stores, the game records) gives what it gave for the same duel stored with every state."""
+"""Light results: a recorded match keeps its actions and move times packed (``core.match_moves``) and the
+least of its states (``core.match_states``), and every reader (match page, match replay and duel replays
+API, the duel JSON ``rl-arena download`` stores, the game records) gives what it gave for the same duel
+stored as before: every state, and the actions and move times as the ``jsonb`` columns gave them back
+(what migration 0019 packed)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from django.urls import reverse
 
 import environments
 from core.actions import Claim, claim_duel, record_duel_result
+from core.match_moves import pack, unpack
 from core.match_states import compact, recorded
 from core.models import Duel, Match
 from run_duel.duel_result import validate_duel_json
@@ -52,14 +55,28 @@ def _queued(a, b) -> Duel:
     )
 
 
+def _as_jsonb_gave_it(value: Any) -> Any:
+    """``value`` stored in a ``jsonb`` column and read back (PostgreSQL), as the JSON columns did."""
+    if connection.vendor != "postgresql":
+        return json.loads(json.dumps(value))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::jsonb::text", [json.dumps(value)])
+        return json.loads(cursor.fetchone()[0])
+
+
 def _stored_with_every_state(a, b, duel_json: dict[str, Any]) -> Duel:
-    """The duel as the record path stored it before light results: every match with every state."""
+    """The duel as the record path stored it before light results: every match with every state, its
+    actions and move times in ``jsonb`` columns (packed from what those gave back, as migration 0019
+    converts such rows)."""
     duel = _queued(a, b)
     claimed = claim_duel(duel.pk, "test-worker")
     assert claimed is not None
     assert record_duel_result(Claim.of(claimed), duel_json)
     for i, m in enumerate(duel_json["matches"]):
-        Match.objects.filter(duel=duel, index=i).update(states=m["states"])
+        Match.objects.filter(duel=duel, index=i).update(
+            states=m["states"],
+            packed_moves=pack(_as_jsonb_gave_it(m["actions"]), _as_jsonb_gave_it(m["move_times"])),
+        )
     return duel
 
 
@@ -168,5 +185,9 @@ def test_a_result_is_written_with_one_copy_on_postgresql(env, alice, bob):
     assert not [q for q in queries.captured_queries if 'INSERT INTO "core_match"' in q["sql"]]
     assert Match.objects.filter(duel=duel).count() == 3
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_typeof(actions)::text, jsonb_array_length(move_times) FROM core_match")
-        assert {row[0] for row in cursor.fetchall()} == {"jsonb"}
+        cursor.execute("SELECT pg_typeof(packed_moves)::text, packed_moves FROM core_match ORDER BY index")
+        rows = cursor.fetchall()
+    assert {row[0] for row in rows} == {"bytea"}
+    for (_, packed), m in zip(rows, duel_json["matches"], strict=True):
+        assert unpack(packed) == (m["actions"], m["move_times"])
+        assert len(packed) <= 4 + 4 * len(m["actions"])  # a byte an action, at most three a time

@@ -308,9 +308,9 @@ class DuelDetail(generics.RetrieveAPIView):
     serializer_class = s.DuelDetailSerializer
 
     def get_queryset(self) -> QuerySet[Duel]:
-        """Matches pre-fetched without their large JSON columns (the actions count the moves for an
-        error's sentence)."""
-        matches = Match.objects.order_by("index").defer("states", "move_times")
+        """Matches pre-fetched without their states (the packed actions count the moves for an error's
+        sentence)."""
+        matches = Match.objects.order_by("index").defer("states")
         return _duels().prefetch_related(Prefetch("matches", queryset=matches))
 
 

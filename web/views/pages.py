@@ -323,7 +323,7 @@ def _duel_matches(d: Duel) -> list[Match]:
             "first_player",
             "player_1_score",
             "player_2_score",
-            "actions",
+            "packed_moves",  # the actions (core.match_moves), for the number of moves
         )
     )
 

@@ -1,0 +1,79 @@
+"""A match's actions and move times packed in one bytea (``core/match_moves.py``) instead of two jsonb
+arrays of numerics, and no separate index on ``core_match.duel_id`` (the unique (duel, index) index
+serves every lookup by duel).
+
+Forward: every row's ``actions`` and ``move_times`` are packed into ``packed_moves`` (in batches of
+``BATCH`` rows, one ``UPDATE`` each on PostgreSQL), then the two columns go. Backward: the columns come
+back, filled from ``packed_moves``. Either way a reader sees the same lists. On PostgreSQL the forward
+step rewrites ``core_match`` under its exclusive lock: about a minute per million rows here."""
+
+from django.db import migrations, models
+
+from core.match_moves import pack, unpack
+
+BATCH = 5000
+
+
+def _batches(Match):
+    last = 0
+    while True:
+        rows = list(Match.objects.filter(id__gt=last).order_by("id").values_list("id", flat=True)[:BATCH])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1]
+
+
+def pack_moves(apps, schema_editor):
+    Match = apps.get_model("core", "Match")
+    postgres = schema_editor.connection.vendor == "postgresql"
+    for ids in _batches(Match):
+        rows = Match.objects.filter(id__in=ids).values_list("id", "actions", "move_times")
+        packed = [(pk, pack(actions, move_times)) for pk, actions, move_times in rows]
+        if postgres:
+            with schema_editor.connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE core_match AS m SET packed_moves = v.p "
+                    "FROM UNNEST(%s::bigint[], %s::bytea[]) AS v(id, p) WHERE m.id = v.id",
+                    [[pk for pk, _ in packed], [p for _, p in packed]],
+                )
+        else:
+            for pk, p in packed:
+                Match.objects.filter(id=pk).update(packed_moves=p)
+
+
+def unpack_moves(apps, schema_editor):
+    Match = apps.get_model("core", "Match")
+    for ids in _batches(Match):
+        for pk, data in Match.objects.filter(id__in=ids).values_list("id", "packed_moves"):
+            actions, move_times = unpack(data)
+            Match.objects.filter(id=pk).update(actions=actions, move_times=move_times)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("core", "0018_duel_stop_rule_fields"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="match",
+            name="packed_moves",
+            field=models.BinaryField(
+                default=b"", help_text="The actions and move times, core.match_moves.pack (b'': neither)."
+            ),
+        ),
+        migrations.RunPython(pack_moves, unpack_moves, elidable=False),
+        migrations.RemoveField(model_name="match", name="actions"),
+        migrations.RemoveField(model_name="match", name="move_times"),
+        migrations.AlterField(
+            model_name="match",
+            name="duel",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=models.deletion.CASCADE,
+                related_name="matches",
+                to="core.duel",
+            ),
+        ),
+    ]
