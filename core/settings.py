@@ -435,6 +435,9 @@ TM_IDLE_AFTER_SECONDS = env_float("TM_IDLE_AFTER_SECONDS", 3600.0, minimum=0.0)
 # (0: 4 x the game's matches_per_duel). Settled pairs rest; TM_DAILY_DUELS caps a competitor's duels a day.
 TM_DUEL_FIXED_SECONDS = env_float("TM_DUEL_FIXED_SECONDS", 0.5, minimum=0.0)
 TM_DUEL_MATCH_SECONDS = env_float("TM_DUEL_MATCH_SECONDS", 0.05, minimum=0.001)
+# On: each game's cost model is fitted to the slot time of its last 200 duels
+# (tournament_manager/measured_cost.py); the two above apply until 20 duels finished, or always when off.
+TM_DUEL_COST_FROM_DUELS = env_bool("TM_DUEL_COST_FROM_DUELS", True)
 TM_MIN_DUEL_MATCHES = env_int("TM_MIN_DUEL_MATCHES", 2, minimum=1)
 TM_MAX_DUEL_MATCHES = env_int("TM_MAX_DUEL_MATCHES", 0, minimum=0)
 # Ladder duels stop once one player is clearly stronger (run_duel/stopping.py; off: every match is played).

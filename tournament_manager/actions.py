@@ -51,6 +51,7 @@ from tournament_manager.ladder_pool import (  # noqa: F401 - re-exported: caller
     state_of,
 )
 from tournament_manager.matchmaking import plan_duels
+from tournament_manager.measured_cost import measured_duel_cost
 from tournament_manager.rating import Rater, Skill
 
 log = logging.getLogger(__name__)
@@ -291,7 +292,8 @@ def matchmake(
             batch_size = max(0, ladder_queue_target() - ladder_in_flight(environment_id))
         if batch_size == 0:
             return []
-        policy = ladder_policy(env.matches_per_duel)
+        # Duel lengths priced by what this game's duels cost the fleet lately (settings until enough ran).
+        policy = ladder_policy(env.matches_per_duel, measured_duel_cost(environment_id, duel_cost()))
         fit = tie_fit.stored_fit(environment_id)  # settled pairs: the Bradley-Terry fit's verdicts
         to_play: Collection[tuple[int, int]]
         settled, to_play = (fit.needs_no_duel, fit.needs_play) if fit is not None else (None, ())
