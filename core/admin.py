@@ -269,10 +269,18 @@ class MatchAdmin(admin.ModelAdmin):
         "player_1_score",
         "player_2_score",
         "states",
-        "actions",
-        "move_times",
+        "match_actions",
+        "match_move_times",
     ]
-    readonly_fields = ["actions", "move_times"]
+    readonly_fields = ["match_actions", "match_move_times"]
+
+    @admin.display(description="actions")
+    def match_actions(self, obj: Match) -> list:  # not "actions": the ModelAdmin's own attribute
+        return obj.actions
+
+    @admin.display(description="move times")
+    def match_move_times(self, obj: Match) -> list:
+        return obj.move_times
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -191,3 +191,16 @@ def test_a_result_is_written_with_one_copy_on_postgresql(env, alice, bob):
     for (_, packed), m in zip(rows, duel_json["matches"], strict=True):
         assert unpack(packed) == (m["actions"], m["move_times"])
         assert len(packed) <= 4 + 4 * len(m["actions"])  # a byte an action, at most three a time
+
+
+def test_the_admin_shows_a_matchs_actions_and_move_times(admin_client, env, alice, bob):
+    a, b = factories.competitor(alice, env, "a"), factories.competitor(bob, env, "b")
+    duel_json = _real_duel_json("connect-four", matches=1)
+    played = duel_json["matches"][0]
+    match = _recorded(a, b, duel_json).matches.get()
+    page = admin_client.get(reverse("admin:core_match_change", args=[match.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert str(played["actions"]) in html and str(played["move_times"]) in html
+    duel_page = admin_client.get(reverse("admin:core_duel_change", args=[match.duel_id]))
+    assert duel_page.status_code == 200 and str(match) in duel_page.content.decode()  # its inline row
