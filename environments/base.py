@@ -117,6 +117,12 @@ class Game(ABC):
     def observation(self, state: State, seat: int) -> np.ndarray:
         """What the agent in ``seat`` sees: a fresh numpy array, documented per game."""
 
+    def observation_value(self, state: State, seat: int) -> Any:
+        """``observation(state, seat)`` as the protocol sends it: nested lists (or tuples) of Python
+        numbers whose JSON is that of ``observation(state, seat).tolist()``. The referee calls it at every
+        move; a game may build it without numpy (it may share immutable parts between calls)."""
+        return self.observation(state, seat).tolist()
+
     def acting_seats(self, state: State) -> tuple[int, ...]:
         """Seats that choose an action now, at once: ``(to_move,)`` in turn-based games, ``()`` once over.
 

@@ -95,6 +95,9 @@ def _top_row(board: list[list[int]], col: int) -> int:
 
 #: _VIEW[seat][cell value] = the value seen by ``seat``: 0 empty, 1 mine, -1 the opponent's.
 _VIEW = (np.array([0, 1, -1], dtype=np.int8), np.array([0, -1, 1], dtype=np.int8))
+_VIEW_VALUES = ((0, 1, -1), (0, -1, 1))
+#: _ROW_VIEWS[seat][tuple(row)] = that row as ``seat`` sees it (a tuple); at most 3**7 rows per seat.
+_ROW_VIEWS: tuple[dict[tuple[int, ...], tuple[int, ...]], dict[tuple[int, ...], tuple[int, ...]]] = ({}, {})
 
 
 class ConnectFour(Game):
@@ -166,6 +169,19 @@ class ConnectFour(Game):
     def observation(self, state: State, seat: int) -> np.ndarray:
         """(6, 7) int8: 1 = my pieces, -1 = opponent pieces, 0 = empty; row 0 is the top."""
         return _VIEW[seat][np.array(state["board"], dtype=np.intp)]
+
+    def observation_value(self, state: State, seat: int) -> list[tuple[int, ...]]:
+        """``observation(state, seat)`` as rows of ints, each row looked up once per seat and reused."""
+        views = _ROW_VIEWS[seat]
+        out = []
+        for row in state["board"]:
+            key = tuple(row)
+            view = views.get(key)
+            if view is None:
+                values = _VIEW_VALUES[seat]
+                view = views[key] = tuple([values[v] for v in key])
+            out.append(view)
+        return out
 
     def pettingzoo_observation(self, state: State, seat: int) -> dict[str, np.ndarray]:
         """The PettingZoo ``connect_four_v3`` observation of ``seat``.

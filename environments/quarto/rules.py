@@ -224,6 +224,10 @@ class Quarto(Game):
         obs[CELLS] = state["in_hand"]
         return obs
 
+    def observation_value(self, state: State, seat: int) -> list[int]:
+        """``observation(state, seat)`` as a list of ints, without numpy."""
+        return [*state["board"], state["in_hand"]]
+
     def validate_state(self, state: State) -> None:
         """Check values, piece bookkeeping, whose turn, winner, ``done`` and ``last_action`` agree."""
         super().validate_state(state)

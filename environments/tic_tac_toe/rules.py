@@ -42,6 +42,7 @@ def winning_line(board: list[int]) -> tuple[int, int, int] | None:
 
 #: _VIEW[seat][cell value] = the value seen by ``seat``: 0 empty, 1 mine, -1 the opponent's.
 _VIEW = (np.array([0, 1, -1], dtype=np.int8), np.array([0, -1, 1], dtype=np.int8))
+_VIEW_VALUES = ((0, 1, -1), (0, -1, 1))
 
 
 class TicTacToe(Game):
@@ -104,6 +105,12 @@ class TicTacToe(Game):
     def observation(self, state: State, seat: int) -> np.ndarray:
         """(3, 3) int8: 1 = my marks, -1 = opponent marks, 0 = empty."""
         return _VIEW[seat][np.array(state["board"], dtype=np.intp).reshape(3, 3)]
+
+    def observation_value(self, state: State, seat: int) -> list[list[int]]:
+        """``observation(state, seat)`` as three lists of ints, without numpy."""
+        values = _VIEW_VALUES[seat]
+        cells = [values[v] for v in state["board"]]
+        return [cells[0:3], cells[3:6], cells[6:9]]
 
     def validate_state(self, state: State) -> None:
         """Check shape, values, mark counts, whose turn, winner and ``done`` are consistent."""

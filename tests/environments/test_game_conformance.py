@@ -257,6 +257,19 @@ def test_observations_are_fresh_arrays_of_a_stable_shape_and_dtype(slug):
         assert state == pristine_state
 
 
+def test_the_observation_value_is_the_observation_as_json_and_leaves_the_state_alone(slug):
+    """What the referee sends (``observation_value``) is exactly the observation's lists, in every state
+    reached, for both seats, and computing it twice (a game may reuse parts) changes nothing."""
+    game = get_game(slug)
+    for state in all_states(slug):
+        pristine_state = copy.deepcopy(state)
+        for seat in (0, 1):
+            expected = json.dumps(game.observation(state, seat).tolist())
+            assert json.dumps(game.observation_value(state, seat)) == expected
+            assert json.dumps(game.observation_value(state, seat)) == expected
+        assert state == pristine_state
+
+
 def test_rewards_are_zero_while_running_and_zero_sum_at_the_end(slug):
     game = get_game(slug)
     for playout in playouts(slug):
