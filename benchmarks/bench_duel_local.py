@@ -3,10 +3,12 @@
     .venv/bin/python benchmarks/bench_duel_local.py [--matches 100] [--moves 2000]
 
 Prints wall times of the same duel played (1) by direct calls (the game loop and the two Players in
-this process: no protocol at all), (2) through the referee with the harness in a thread over a
-socketpair (``inprocess``: the protocol without processes), (3) through the local sandbox without and
-with bubblewrap; and the median round trip of one Connect Four ``step`` message: to a trivial echo
-process over a pipe (the floor) versus to the harness in the local sandbox.
+this process: no protocol at all), (2) through the referee with the in-process sandbox: the harness's
+message handler called directly on the referee's bytes (``inprocess``: the protocol's encoding without
+transport), then with the harness in a thread over a socketpair (``inprocess``, ``threaded=True``: the
+protocol without processes), (3) through the local sandbox without and with bubblewrap; and the median
+round trip of one Connect Four ``step`` message: to a trivial echo process over a pipe (the floor)
+versus to the harness in the local sandbox.
 """
 
 from __future__ import annotations
@@ -150,7 +152,12 @@ def main() -> None:
 
     direct = direct_duel(args.matches)
     inproc, moves = sandbox_duel(InProcessSandbox(), args.matches)
-    rows = [("direct calls (no protocol)", direct), ("referee + harness thread (inprocess)", inproc)]
+    threaded, _ = sandbox_duel(InProcessSandbox(threaded=True), args.matches)
+    rows = [
+        ("direct calls (no protocol)", direct),
+        ("referee + harness, direct (inprocess)", inproc),
+        ("referee + harness thread (inprocess)", threaded),
+    ]
     move_stats = []
     variants = [("local sandbox, plain subprocess", False)] + (
         [("local sandbox, bubblewrap", True)] if bwrap_path() else []

@@ -402,19 +402,20 @@ class Referee:
             state = game.initial_state()
         fault: PlayerFault | None = None
         faulty: Seat | None = None
-        while not game.is_over(state):
-            seat = game.to_move(state)
+        is_over, to_move, legal_actions = game.is_over, game.to_move, game.legal_actions
+        observation_value, apply = game.observation_value, game.apply
+        while not is_over(state):
+            seat = to_move(state)
             agent = agents[seat]
-            legal = game.legal_actions(state)
-            obs = game.observation(state, seat).tolist()
+            legal = legal_actions(state)
             try:
-                action, elapsed = agent.move(obs, legal, len(actions))
+                action, elapsed = agent.move(observation_value(state, seat), legal, len(actions))
             except PlayerFault as exc:
                 fault, faulty = exc, agent
                 break
             move_times.append(round(elapsed, 6))
             try:
-                state = game.apply(state, action)
+                state = apply(state, action)
             except IllegalActionError as exc:
                 fault = PlayerFault(
                     ErrorKind.INVALID_ACTION,
@@ -433,7 +434,7 @@ class Referee:
             result = DRAW if winner is None else WIN[seat_player[winner]]
             self._finish(match, result, None, "")
             for seat, agent in enumerate(agents):
-                end_fault = agent.end(game.observation(state, seat).tolist(), rewards[seat])
+                end_fault = agent.end(game.observation_value(state, seat), rewards[seat])
                 if end_fault is not None and fault is None:
                     fault, faulty = end_fault, agent
             if fault is None:
@@ -452,7 +453,7 @@ class Referee:
             if agent is faulty and fault.desync:
                 continue
             reward = -1.0 if agent is faulty else 1.0
-            end_fault = agent.end(game.observation(state, seat).tolist(), reward)
+            end_fault = agent.end(game.observation_value(state, seat), reward)
             if end_fault is not None:
                 match["error_msg"] += f"\n\nAlso, when told the match was over: {end_fault.message}"
                 if end_fault.desync:

@@ -264,18 +264,29 @@ class Seat:
     # -- protocol ------------------------------------------------------------------------------------
 
     def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """Thaw, send ``message``, read the reply within the move deadline, freeze. Returns the reply and
+        """Send ``message``, thaw, read the reply within the move deadline, freeze. Returns the reply and
         the seconds from sending to the reply. Raises ``ChannelError`` (the agent is left thawed: what
-        happens next, a kill or a look at how it ended, needs it running)."""
+        happens next, a kill or a look at how it ended, needs it running).
+
+        The message is written while the agent is still frozen and the agent thawed right after (at once
+        if the write has to wait for the agent to read): thawed, it finds the message waiting instead of
+        being woken twice (once by the thaw, once by the message). Its clock is read before the thaw
+        (frozen, it cannot have moved)."""
         proc = self.proc
         assert proc is not None
         limits = self.limits
-        proc.thaw()
         clock = self._clock
         start = clock.read() if clock is not None else None
+        channel = proc.channel
         t0 = time.perf_counter()
-        proc.channel.send(message, limits.move_timeout)
-        reply = self._receive(t0, start)
+        try:
+            channel.send(message, limits.move_timeout, proc.thaw)
+        finally:
+            proc.thaw()
+        try:
+            reply = channel.recv(limits.move_timeout + self.bank, limits.max_message_bytes)
+        except ChannelTimeout as exc:
+            reply = self._receive(t0, start, late=exc)
         elapsed = time.perf_counter() - t0
         proc.freeze()
         if elapsed > limits.move_timeout and self.bank > 0:
@@ -292,7 +303,9 @@ class Seat:
             own = max(elapsed - (now[1] - start[1]), now[0] - start[0])
         self.bank = max(0.0, self.bank - max(0.0, own - self.limits.move_timeout))
 
-    def _receive(self, t0: float, start: tuple[float, float] | None) -> dict[str, Any]:
+    def _receive(
+        self, t0: float, start: tuple[float, float] | None, late: ChannelTimeout | None = None
+    ) -> dict[str, Any]:
         """The reply, within the move limit plus the time the machine kept the agent from running.
 
         The agent's clock runs while it runs or sleeps, not while it waits for a CPU: at the deadline, if
@@ -300,13 +313,17 @@ class Seat:
         waited for a CPU (its run-queue delay, ``/proc/<pid>/schedstat``), the deadline moves by that
         wait (at most to ``MAX_WALL_FACTOR`` times the limit): a loaded host is not the agent's fault. An
         agent that sleeps, or burns its own CPU budget (other threads or processes included), gets
-        nothing more. The limit is ``move_timeout`` plus what is left in the match's time bank."""
+        nothing more. The limit is ``move_timeout`` plus what is left in the match's time bank.
+        ``late``: how a first read with that limit already timed out (``_exchange`` reads once itself)."""
         proc = self.proc
         assert proc is not None
         limits = self.limits
         limit = timeout = limits.move_timeout + self.bank
         while True:
             try:
+                if late is not None:
+                    first, late = late, None
+                    raise first
                 return proc.channel.recv(timeout, limits.max_message_bytes)
             except ChannelTimeout:
                 now = self._clock.read() if self._clock is not None and start is not None else None
@@ -354,7 +371,9 @@ class Seat:
             reply, elapsed = self._exchange(message)
         except ChannelError as exc:
             raise self.fault_from_channel(exc, f"at {ordinal_move(ply)}") from exc
-        action = as_action(reply.get("action")) if reply.get("type") == "action" else None
+        action = reply.get("action") if reply.get("type") == "action" else None
+        if type(action) is not int:
+            action = as_action(action)
         if type(action) is not int or action not in legal:
             raise self._bad_reply(reply, legal, ply)
         return action, elapsed

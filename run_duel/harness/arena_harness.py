@@ -78,6 +78,7 @@ PACKAGES_DIR = arena_harness_player.PACKAGES_DIR
 add_packages = arena_harness_player.add_packages
 load_player = arena_harness_player.load_player
 serve = arena_harness_player.serve
+message_handler = arena_harness_player.message_handler
 run_agent = arena_harness_player.run_agent
 ships_numpy = arena_harness_player.ships_numpy
 warm_main = arena_harness_warm.warm_main

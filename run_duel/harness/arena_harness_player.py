@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import json.scanner
 import os
 import random
 import sys
@@ -98,46 +99,61 @@ def load_player(agent_dir: str) -> object:
 _ENTRIES = ("player", "main", "submission")
 
 
-def serve(transport: Transport, player: Any) -> int:
-    """Answer the referee's messages until ``close`` or end of input. Returns the exit code."""
+def message_handler(player: Any) -> Any:
+    """The function answering one message line of the referee for ``player``: it returns the reply's
+    bytes, or ``None`` for ``close``. A user exception becomes an ``error`` reply; a line that is not a
+    JSON object raises (the harness cannot go on)."""
     import numpy as np
 
     asarray = np.asarray
     int64 = np.int64
-    loads = json.loads
-    readline = transport.readline
-    write = transport.write
+    # The referee's lines: one JSON object each, no leading whitespace; read by the decoder's scanner
+    # itself (the C one when there is one), without ``json.loads``'s encoding detection and checks.
+    scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+    ended = arena_harness_protocol.ENDED
     set_clock = player.set_clock if isinstance(player, KaggleAdapter) else None
-    while True:
-        line = readline()
-        if not line:
-            return 0
-        msg = loads(line)
+
+    def handle(line: bytes) -> bytes | None:
+        msg = scan(line.decode(), 0)[0]
         kind = msg.get("type")
         try:
             if set_clock is not None and kind in ("start", "step"):
                 set_clock(msg)
             if kind == "step":
-                reply = encode_action(
+                return encode_action(
                     player.step(
                         asarray(msg["state"]), asarray(msg["valid_actions"], dtype=int64), msg["reward"]
                     )
                 )
-            elif kind == "start":
-                reply = encode_action(
+            if kind == "start":
+                return encode_action(
                     player.start(asarray(msg["state"]), asarray(msg["valid_actions"], dtype=int64))
                 )
-            elif kind == "end":
+            if kind == "end":
                 player.end(asarray(msg["state"]), msg["reward"])
-                reply = arena_harness_protocol.ENDED
-            elif kind == "close":
-                transport.close()
-                return 0
-            else:
-                raise ProtocolError(f"unknown message type {kind!r}")
+                return ended
+            if kind == "close":
+                return None
+            raise ProtocolError(f"unknown message type {kind!r}")
         except Exception as exc:
-            reply = error_message(exc)
-            del exc
+            return error_message(exc)
+
+    return handle
+
+
+def serve(transport: Transport, player: Any) -> int:
+    """Answer the referee's messages until ``close`` or end of input. Returns the exit code."""
+    handle = message_handler(player)
+    readline = transport.readline
+    write = transport.write
+    while True:
+        line = readline()
+        if not line:
+            return 0
+        reply = handle(line)
+        if reply is None:  # close
+            transport.close()
+            return 0
         write(reply)
 
 

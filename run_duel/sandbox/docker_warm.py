@@ -228,10 +228,12 @@ class WarmChannel(Channel):
 
     close_sent = False
 
-    def send(self, message: dict[str, Any], timeout: float) -> None:
+    def send(
+        self, message: dict[str, Any], timeout: float, before_wait: Callable[[], object] | None = None
+    ) -> None:
         if message.get("type") == "close":
             self.close_sent = True
-        super().send(message, timeout)
+        super().send(message, timeout, before_wait)
 
 
 def new_pool_root(base: Path, prefix: str) -> str:

@@ -1,9 +1,18 @@
-"""NO ISOLATION: runs the harness loop in a thread of the referee's own process, over a socketpair.
+"""NO ISOLATION: runs the harness in the referee's own process.
 
 For benchmarks and referee tests only: the agent's code runs with the referee's privileges, shares its
-memory, cannot be killed (a stuck thread stays until the process exits) and prints on the referee's
-stdout. It is deliberately absent from ``run_duel.api.SANDBOXES``, so settings and the CLI cannot
-select it.
+memory, cannot be killed and prints on the referee's stdout. It is deliberately absent from
+``run_duel.api.SANDBOXES``, so settings and the CLI cannot select it.
+
+Two ways (``InProcessSandbox(threaded=...)``):
+
+* direct (the default): the harness's message handler (``arena_harness.message_handler``) is called in
+  the referee's own thread when a message is sent, on the very bytes the referee encoded, and its reply
+  bytes are what the referee reads and decodes. The whole protocol's encoding and decoding runs, with
+  no transport: what the referee and the harness cost per move, nothing else. No deadline can be
+  enforced (a stuck player blocks the referee).
+* threaded: the harness loop in a thread over a socketpair, as before: deadlines hold (a stuck thread
+  stays until the process exits), at the price of a thread switch per message.
 """
 
 from __future__ import annotations
@@ -12,9 +21,13 @@ import importlib.util
 import itertools
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from run_duel.channel import Channel
+import orjson
+
+from run_duel.channel import Channel, ChannelClosed, ChannelOverflow, ChannelTimeout
 from run_duel.harness import arena_harness
 from run_duel.sandbox.base import AgentProcess, ExitInfo, LaunchSpec, Sandbox, SandboxError
 
@@ -81,15 +94,100 @@ class InProcessAgent(AgentProcess):
         self._thread.join(0.5)
 
 
+class DirectChannel(Channel):
+    """A ``Channel`` whose other end is a harness message handler called in this thread: ``send`` encodes
+    the message as ``Channel.send`` does and hands the line to the handler, whose reply bytes wait in the
+    buffer for ``recv``, which decodes them as ``Channel.recv`` does (byte cap included). No descriptor,
+    no deadline."""
+
+    def __init__(self) -> None:  # no descriptors: nothing of Channel.__init__ applies
+        self._buffer = bytearray()
+        self._closed = False
+        self.handle: Any = None  # bytes -> bytes | None (None: the harness closed its end)
+
+    def send(
+        self, message: dict[str, Any], timeout: float, before_wait: Callable[[], object] | None = None
+    ) -> None:
+        if self._closed or self.handle is None:
+            raise ChannelClosed("the agent closed its end of the channel")
+        try:
+            reply = self.handle(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
+        except Exception as exc:  # the harness itself failed: as its process would have died
+            self._closed = True
+            raise ChannelClosed(f"the harness failed: {type(exc).__name__}: {exc}") from exc
+        if reply is None:  # close
+            self.handle = None
+        else:
+            self._buffer += reply
+
+    def recv(self, timeout: float, max_bytes: int) -> dict[str, Any]:
+        buffer = self._buffer
+        newline = buffer.find(b"\n")
+        if newline < 0:
+            if len(buffer) > max_bytes:
+                raise ChannelOverflow(f"reply longer than {max_bytes} bytes without a newline")
+            if self._closed or self.handle is None:
+                raise ChannelClosed("the agent closed the channel (exited or crashed)")
+            raise ChannelTimeout(f"no complete reply within {timeout:g} s")  # nothing was asked
+        line = bytes(buffer[:newline])
+        del buffer[: newline + 1]
+        if len(line) > max_bytes:
+            raise ChannelOverflow(f"reply longer than {max_bytes} bytes")
+        return self._decode(line)
+
+    def wait_closed(self, timeout: float, max_bytes: int = 65536) -> bool:
+        return self._closed or self.handle is None
+
+    def close(self) -> None:
+        self._closed = True
+        self.handle = None
+
+
+class DirectAgent(AgentProcess):
+    """The harness's message handler of a Player loaded in this process, behind a ``DirectChannel``."""
+
+    def __init__(self, agent_dir: Path) -> None:
+        self.channel = self._direct = DirectChannel()
+        self._returncode: int | None = None
+        try:
+            player = _load_player(agent_dir)
+        except Exception as exc:
+            self._direct._buffer += arena_harness._error_message(exc)
+            self._direct._closed = True
+            self._returncode = 1
+            return
+        self._direct._buffer += b'{"type":"ready"}\n'
+        self._direct.handle = arena_harness.message_handler(player)
+
+    def poll_exit(self) -> ExitInfo | None:
+        """Exit information once the harness closed its end (``close``, a failure)."""
+        if self._direct.handle is not None:
+            return None
+        return ExitInfo(returncode=self._returncode if self._returncode is not None else 0)
+
+    def wait_exit(self, timeout: float) -> ExitInfo | None:
+        return self.poll_exit()
+
+    def stderr_log(self) -> str:
+        """Nothing is captured in-process."""
+        return ""
+
+    def kill(self) -> None:
+        self.channel.close()
+
+
 class InProcessSandbox(Sandbox):
-    """Runs agents as threads of this process. No isolation: benchmarks and tests only."""
+    """Runs agents in this process (direct calls, or a thread each). No isolation: benchmarks and tests."""
 
     name = "inprocess"
-    isolation = "NONE: the agent runs as a thread inside the referee's process (benchmarks and tests only)"
+    isolation = "NONE: the agent runs inside the referee's process (benchmarks and tests only)"
 
-    def launch(self, spec: LaunchSpec) -> InProcessAgent:
-        """Start a harness thread on ``spec.agent``."""
+    def __init__(self, *, threaded: bool = False) -> None:
+        self.threaded = threaded
+
+    def launch(self, spec: LaunchSpec) -> AgentProcess:
+        """Load ``spec.agent``'s Player behind a direct channel, or start a harness thread on it."""
         agent_dir = Path(spec.agent)
         if not (agent_dir / "player.py").is_file():
             raise SandboxError(f"no player.py in {spec.agent!r}")
-        return InProcessAgent(agent_dir)
+        return InProcessAgent(agent_dir) if self.threaded else DirectAgent(agent_dir)
