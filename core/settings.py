@@ -305,6 +305,11 @@ FAILED_RETRY_SECONDS = env_float("FAILED_RETRY_SECONDS", 600.0, minimum=1.0)
 FAILED_RETRY_ROUNDS = env_int("FAILED_RETRY_ROUNDS", 5, minimum=0)
 STALE_QUEUED_SECONDS = env_int("STALE_QUEUED_SECONDS", 120, minimum=1)  # re-send hints older than this
 REAPER_INTERVAL_SECONDS = env_float("REAPER_INTERVAL_SECONDS", 5.0, minimum=0.5)
+# A worker's database session that sits inside an open transaction this long is ended by PostgreSQL
+# (core/worker.py): a frozen worker gives its job's row lock back. 0: never.
+WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S = env_int(
+    "WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S", LEASE_SECONDS, minimum=0
+)
 # How often each worker checks its sandbox (Docker engine, registry), reports to WorkerStatus and
 # records results spooled while the database was unreachable.
 WORKER_HEALTH_INTERVAL_SECONDS = env_float("WORKER_HEALTH_INTERVAL_SECONDS", 2.0, minimum=0.1)

@@ -11,6 +11,10 @@ every other process that imports ``core`` never load it, nor the job runner behi
   outcomes spooled on this host while the database was unreachable (:func:`core.jobs.runner.flush_spool`).
 - :func:`resend_after_database_error`, connected to Celery's ``task_failure``: a database error never
   drops a hint.
+- :func:`limit_idle_transactions`, connected to Django's ``connection_created``: PostgreSQL ends a worker
+  session that sits inside an open transaction for ``WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S``, so a worker
+  frozen while it holds a job's row lock (a stopped VM, SIGSTOP, a GC pause) gives the lock back and the
+  reaper can re-queue its job once the lease ends.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from celery import bootsteps
 from celery.signals import task_failure
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db.backends.signals import connection_created
 
 from core.actions.workers import report_worker_status
 from core.celery import app
@@ -173,6 +178,24 @@ def resend_after_database_error(task_name: str, args: Any, exc: BaseException) -
     )
     send_task(task_name, *args, countdown=delay)
     return True
+
+
+def limit_idle_transactions(sender: Any = None, **kwargs: Any) -> None:
+    """Every PostgreSQL session of a worker process ends when it has sat inside an open transaction for
+    ``WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S`` (0: never). A worker's transactions are a few statements
+    long; one that idles that long belongs to a frozen process, whose row locks would otherwise stop the
+    reaper and every record of the same rows until it wakes up."""
+    created = kwargs.get("connection")
+    timeout_s = settings.WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S
+    if created is None or created.vendor != "postgresql" or timeout_s <= 0:
+        return
+    with created.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, false)", [f"{timeout_s}s"]
+        )
+
+
+connection_created.connect(limit_idle_transactions, dispatch_uid="rl-arena-worker-idle-transactions")
 
 
 @task_failure.connect

@@ -178,9 +178,13 @@ def lock_claimed(model: type[J], claim: Claim, *, states: tuple[str, ...] | None
 
 
 def lock_expired(model: type[J], job_id: int) -> J | None:
-    """Lock job ``job_id`` if it is running with a lease that ended (database time); for the reaper."""
+    """Lock job ``job_id`` if it is running with a lease that ended (database time); for the reaper.
+
+    A row another transaction holds is skipped (``None``), never waited for: the reaper must not queue
+    behind one worker's open transaction (a worker frozen inside one holds its lock until PostgreSQL ends
+    its session, ``WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S``); the next round takes the row."""
     return (
-        model.objects.select_for_update()
+        model.objects.select_for_update(skip_locked=True)
         .filter(pk=job_id, lease_expires_at__lt=db_now())
         .filter(_state_q(model, model.running_state))
         .first()

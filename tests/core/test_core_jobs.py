@@ -3,7 +3,8 @@
 from datetime import timedelta
 
 import pytest
-from core_testlib import duel_json
+from core_testlib import duel_json, is_postgres
+from django.db import connection
 from django.utils import timezone
 
 from core.actions import (
@@ -201,6 +202,37 @@ def test_expired_leases_are_requeued_and_live_ones_left_alone(duel, make_revisio
     assert (requeued.state, requeued.attempts) == ("QUEUED", 1)
     assert "no heartbeat for a lease" in requeued.failure_reason
     assert Duel.objects.get(pk=live.pk).state == "RUNNING"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reaper_skips_a_row_another_transaction_holds_and_takes_it_next_round(make_revision):
+    """A frozen worker's open transaction must not stop the reaper: it skips that row (a lock wait would
+    hold up every re-queue behind it) and re-queues it once the lock is given back."""
+    if not is_postgres():
+        pytest.skip("row locks held by another session need PostgreSQL")
+    import psycopg
+
+    held, free = (schedule_duel(make_revision(), make_revision()) for _ in range(2))
+    for job in (held, free):
+        claim_duel(job.pk, "frozen-worker")
+        expire(job)
+    db = connection.settings_dict
+    other = psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"], host=db["HOST"], port=db["PORT"] or 5432
+    )
+    try:
+        # A transaction left open on the row, as a worker frozen between its lock and its write leaves it.
+        other.execute("SELECT id FROM core_duel WHERE id = %s FOR UPDATE", [held.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '60s'")  # a reaper that waited would fail here, not hang
+        assert requeue_expired_leases()["duel"] == 1
+        assert Duel.objects.get(pk=free.pk).state == "QUEUED"
+        assert Duel.objects.get(pk=held.pk).state == "RUNNING"
+    finally:
+        other.rollback()
+        other.close()
+    assert requeue_expired_leases()["duel"] == 1
+    assert Duel.objects.get(pk=held.pk).state == "QUEUED"
 
 
 def test_expired_build_lease_gives_up_after_max_attempts(build, settings):

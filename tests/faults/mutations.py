@@ -156,6 +156,20 @@ MUTATIONS = [
         "tests/faults/test_reaper_backlog.py",
     ),
     Mutation(
+        "idle-transaction-timeout",
+        "core/worker.py",
+        "    if created is None or created.vendor != \"postgresql\" or timeout_s <= 0:",
+        "    if True:",
+        "tests/faults/test_reaper_backlog.py::test_a_worker_frozen_inside_its_transaction_gives_its_lock_back_to_the_reaper",
+    ),
+    Mutation(
+        "reaper-skips-locked",
+        "core/actions/jobs.py",
+        "        model.objects.select_for_update(skip_locked=True)",
+        "        model.objects.select_for_update()",
+        "tests/core/test_core_jobs.py::test_the_reaper_skips_a_row_another_transaction_holds_and_takes_it_next_round",
+    ),
+    Mutation(
         "orphan-thaw",
         "run_duel/sandbox/orphans.py",
         "        if thaw_container(container_id):",

@@ -5,6 +5,14 @@ With ``CONTROL_QUEUE`` set (docker-compose and terraform: ``control``), beat's r
 matchmaking go to a queue of their own, served by a consumer of its own, so they never wait behind the
 job hints of the workers' queue. Here the only consumer of that queue is stalled, so the backlog does not
 move at all while the reaper must still act: nothing depends on how fast the machine drains it.
+
+A worker can also freeze *inside* a transaction that holds its duel's row lock (between the lock and the
+write of its live matches). The reaper then must neither wait for that lock (it would stall every other
+re-queue behind one frozen process) nor leave the duel RUNNING until the worker wakes: the reaper skips
+rows locked by others (``core.actions.jobs.lock_expired``) and PostgreSQL ends a worker session idle in a
+transaction for ``WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S`` (``core.worker``), which gives the lock back.
+The freeze is placed by the statement proxy (``faultlib.PgProxy``): the write after the lock is held, so
+the session sits idle inside its transaction whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -13,7 +21,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from core_testlib import wait_for
+from core_testlib import wait_for, worker_database_url
+from faultlib import DUEL_LIVE_MATCHES_LOCK, through
 
 from core.actions import schedule_duel
 from core.jobs.health import live_slots
@@ -53,5 +62,35 @@ def test_an_expired_lease_is_reaped_while_the_stalled_worker_sits_behind_a_backl
     finally:
         stalled.kill(signal.SIGCONT)
     # Awake, the worker takes its duel back (nobody claimed it since) or plays it again: one result.
+    wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "FINISHED", 300, "the duel to be recorded")
+    assert Match.objects.filter(duel=duel).count() == 40
+
+
+def test_a_worker_frozen_inside_its_transaction_gives_its_lock_back_to_the_reaper(
+    start_worker, eligible, settings, db_proxy
+):
+    a, b = eligible(str(DELIBERATE), name="a"), eligible(str(DELIBERATE), name="b")
+    start_worker(queues="control", WORKER_HEALTH_PROBE="", **CONTROL)  # the control plane, straight to the DB
+    # The job worker reaches the database through the proxy: its first write of live matches, right after
+    # it locked its duel's row, is held there, so its session idles inside the transaction with the lock.
+    held = db_proxy.trap(r'INSERT INTO "core_match"', "hold", after=DUEL_LIVE_MATCHES_LOCK)
+    frozen = start_worker(beat=False, DATABASE_URL=through(db_proxy, worker_database_url()), **CONTROL)
+    wait_for(lambda: live_slots() == 1, 60, "the job worker to report its slot")
+    duel = schedule_duel(a, b, num_matches=40)
+    try:
+        held.wait(120, "the job worker's first write of live matches, after its lock")
+        frozen.kill(signal.SIGSTOP)  # and the process itself freezes, with its transaction open
+        for n in range(BACKLOG):
+            send_task(Duel.task_name, 10**9 + n)
+        wait_for(
+            lambda: Duel.objects.get(pk=duel.pk).state == "QUEUED",
+            120,
+            "the reaper to re-queue the duel a frozen transaction held",
+        )
+        assert "no heartbeat for a lease" in Duel.objects.get(pk=duel.pk).failure_reason
+    finally:
+        frozen.kill(signal.SIGCONT)
+        held.release()
+    # Awake, the worker finds its session ended; the duel is played again (by it) and recorded once.
     wait_for(lambda: Duel.objects.get(pk=duel.pk).state == "FINISHED", 300, "the duel to be recorded")
     assert Match.objects.filter(duel=duel).count() == 40
