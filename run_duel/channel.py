@@ -120,14 +120,12 @@ class Channel:
         if newline < 0:
             deadline = time.monotonic() + timeout
             remaining = timeout
-            ready = True  # read once before polling: on the agent's core the reply is often there already
             while True:
                 if len(buffer) > max_bytes:
                     raise ChannelOverflow(f"reply longer than {max_bytes} bytes without a newline")
                 if remaining <= 0:
                     raise ChannelTimeout(f"no complete reply within {timeout:g} s")
-                if ready or self._poll_in.poll(max(remaining * 1000, 1)):
-                    ready = False
+                if self._poll_in.poll(max(remaining * 1000, 1)):
                     try:
                         chunk = os.read(self.read_fd, 65536)
                     except BlockingIOError:
