@@ -2,7 +2,7 @@
 per minute and worker slot utilisation against the same workers' direct-queue figure.
 
     .venv/bin/python benchmarks/bench_ladder_loop.py [--competitors 200] [--workers 1,2,4]
-        [--seconds 60] [--direct 40] [--warmup 10] [--control-queue] [--keep]
+        [--seconds 60] [--direct 40] [--warmup 10] [--no-control-queue] [--backlog 1000] [--keep]
 
 What runs is what a deployment runs, with the settings of ``example.env`` (``ENV_FILE``; only the
 addresses, the queue name and ``SANDBOX=docker`` set here): a PostgreSQL database (``--db``, created and
@@ -28,11 +28,19 @@ copied into it, the base images built by ``scripts/build_base_image.sh``). For e
    the window's duels held a worker slot (``started_at``..``finished_at``, clipped to the window) over
    W x the window.
 
-Rating tasks and matchmaking run on the workers' queue (``CONTROL_QUEUE`` empty, as ``example.env``
-ships) unless ``--control-queue``: then they have their own queue and one consumer of their own (one
-process), as docker-compose deploys them. Prints the load average before and after each phase (the
-machine is shared; compare figures of the same run). Last line:
-``ladder duels/min: N at W workers (utilisation U%)`` for the largest W.
+Rating tasks, matchmaking and the reaper run on a queue and consumer of their own (``CONTROL_QUEUE``, one
+process), as every shipped deployment runs them (docker-compose's ``control`` service, terraform,
+``./prepare_dev.sh``); ``--no-control-queue`` measures ``example.env``'s bare default instead, where they
+share the workers' queue and slots.
+
+Then, unless ``--backlog 0``, **the reaper behind a backlog**: one job worker of one process (plus the
+control consumer and beat), a long ladder duel claimed, the worker stopped with SIGSTOP mid-duel (a frozen
+VM: no heartbeat, its messages held), ``--backlog`` job hints queued behind it; printed: the seconds from
+the stop to the duel's re-queue and from its lease's end (database clock) to the re-queue, against the
+goal ``LEASE_SECONDS`` + 10 s, and whether the backlog moved meanwhile.
+
+Prints the load average before and after each phase (the machine is shared; compare figures of the same
+run). Last line: ``ladder duels/min: N at W workers (utilisation U%)`` for the largest W.
 """
 
 from __future__ import annotations
@@ -66,7 +74,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=60.0, help="timed ladder window per size")
     p.add_argument("--direct", type=int, default=40, help="timed direct duels per worker process")
     p.add_argument("--warmup", type=int, default=10, help="untimed duels per worker process, per phase")
-    p.add_argument("--control-queue", action="store_true", help="ratings and matchmaking on their own queue")
+    p.add_argument(
+        "--no-control-queue",
+        dest="control_queue",
+        action="store_false",
+        help="example.env's bare default: ratings, matchmaking and the reaper share the workers' queue",
+    )
+    p.add_argument("--backlog", type=int, default=1000, help="job hints behind a stalled worker (0: skip)")
     p.add_argument("--image", help="agent image to play (default: build example_players/random)")
     p.add_argument("--node", default="ll-bench-b", help="name of the second engine (4 workers)")
     p.add_argument("--pg", default=os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432"))
@@ -201,7 +215,7 @@ class Fleet:
         from core.models import WorkerStatus
 
         WorkerStatus.objects.update(stopped=True)  # the next phase counts only its own workers
-        from run_duel.sandbox.docker import reap_orphans
+        from run_duel.api import reap_orphans
 
         reap_orphans(max_age_s=6 * 3600)
 
@@ -258,6 +272,56 @@ def ladder(fleet: Fleet, size: int) -> tuple[float, float, int, int, float]:
     return finished / window * 60, busy / (size * window), finished, pending, matches / window * 60
 
 
+def reaper_behind_backlog(fleet: Fleet, revisions: list[int], backlog: int) -> tuple[float, float, int, int]:
+    """(seconds from the stop to the re-queue, seconds from the lease's end to the re-queue, hints waiting
+    when the stop began, hints waiting at the re-queue) for one job worker stopped mid-duel behind
+    ``backlog`` hints."""
+    from core.actions import schedule_duel
+    from core.actions.jobs import database_time
+    from core.models import Duel
+    from core.queue import broker_queue_size, send_task
+
+    fleet.start(1, "r", {"TM_LADDER_QUEUE_TARGET": "0"})
+    fleet.beat({"TM_LADDER_QUEUE_TARGET": "0"})
+    job_worker = fleet.processes[0]  # Fleet.start starts the job workers first, then the control consumer
+    queue = fleet.env["CELERY_QUEUE"]
+    try:
+        # A challenge plays every match (no early stop): long enough to be stopped in the middle of it.
+        duel = schedule_duel(revisions[0], revisions[1], kind=Duel.Kind.CHALLENGE, num_matches=5000)
+        wait_for(
+            lambda: Duel.objects.get(pk=duel.pk).state == Duel.State.RUNNING, 300, "the long duel's claim"
+        )
+        time.sleep(1.0)  # a heartbeat or two: the lease is renewed, the duel is in play
+        os.killpg(os.getpgid(job_worker.pid), signal.SIGSTOP)
+        stopped_at = database_time()
+        try:
+            for n in range(backlog):  # hints of duels that do not exist: each would be a no-op
+                send_task(Duel.task_name, 10**9 + n)
+            waiting_before = broker_queue_size(queue) or 0
+            row = Duel.objects.get(pk=duel.pk)
+            if row.state != Duel.State.RUNNING:
+                raise SystemExit(f"reaper phase: the long duel was {row.state} when its worker stopped")
+            wait_for(
+                lambda: Duel.objects.get(pk=duel.pk).state == Duel.State.QUEUED,
+                600,
+                "the stalled duel's re-queue",
+            )
+            requeued_at = database_time()
+            waiting_after = broker_queue_size(queue) or 0
+            lease_end = row.lease_expires_at  # the last lease renewed before the stop (a re-queue clears it)
+        finally:
+            os.killpg(os.getpgid(job_worker.pid), signal.SIGCONT)
+        Duel.objects.filter(pk=duel.pk, state=Duel.State.QUEUED).update(state=Duel.State.FAILED)
+    finally:
+        fleet.stop()
+    return (
+        (requeued_at - stopped_at).total_seconds(),
+        (requeued_at - lease_end).total_seconds() if lease_end else float("nan"),
+        waiting_before,
+        waiting_after,
+    )
+
+
 def main() -> int:
     args = parse_args()
     sizes = [int(s) for s in args.workers.split(",") if s.strip()]
@@ -305,6 +369,19 @@ def main() -> int:
                 f"{matches / (rate_direct * MATCHES):.2f} in matches.  "
                 f"load average: before {load0}, "
                 f"after direct {load1}, after ladder {load()}",
+                flush=True,
+            )
+        if args.backlog:
+            from django.conf import settings
+
+            load0 = load()
+            since_stop, since_lease, before, after = reaper_behind_backlog(fleet, revisions, args.backlog)
+            print(
+                f"  the reaper behind {args.backlog} hints (one job worker stopped mid-duel): re-queued "
+                f"{since_stop:.1f} s after the stop, {since_lease:.1f} s after its lease ended (goal: "
+                f"within LEASE_SECONDS + 10 = {settings.LEASE_SECONDS + 10} s of the stop); hints waiting "
+                f"{before} at the stop, {after} at the re-queue.  "
+                f"load average: before {load0}, after {load()}",
                 flush=True,
             )
     finally:
