@@ -17,9 +17,14 @@ A ratings version costs only what changed. Each process keeps a snapshot of the 
 the snapshot's: rating rounds run under the environment's row lock and stamp the rows they change with a
 stamp later than every earlier one (``tournament_manager.actions``), so stamps follow commit order and
 nothing committed is ever missed. The fit's part of the order (and its ranks) changes only with the fit;
-the rows it has not seen are re-sorted among themselves. A new fit, a vanished row, a large change or
-:data:`DETAILS_SECONDS` without one (names, owners, versions, pauses change without touching ratings)
+the rows it has not seen are re-sorted among themselves. A new fit, a vanished row or a large change
 rebuild the snapshot from one query (:func:`build_leaderboard`).
+
+What a row shows without being a rating (the competitor's name, its owner's name, its playing version, a
+pause) changes without a stamp. Once per :data:`DETAILS_SECONDS` window the snapshot reads those columns
+alone for every row (one query, :data:`_DETAILS`) and replaces only the rows whose columns differ: the
+order and the ranks never depend on them, so nothing is re-sorted and the other rows stay the same objects
+(the API serializes again only the replaced ones). No stamp is needed, so no write path has to keep one.
 """
 
 from __future__ import annotations
@@ -106,8 +111,19 @@ _COLUMNS = (
     "competitor__owner__github",
     "competitor__current_revision__version",
 )
-#: A snapshot is rebuilt from scratch at least this often, so that what changes without touching the
-#: ratings (a competitor's name, its owner's name, its version, a pause) shows within this many seconds.
+#: What a row shows that is not a rating (:func:`_details_key` of these columns, in this order).
+_DETAILS = (
+    "competitor_id",
+    "competitor__name",
+    "competitor__status",
+    "competitor__owner_id",
+    "competitor__owner__display_name",
+    "competitor__owner__github",
+    "competitor__current_revision__version",
+)
+#: The snapshot re-reads the :data:`_DETAILS` columns once per wall-clock window of this many seconds, so
+#: that what changes without touching the ratings (a competitor's name, its owner's name, its version, a
+#: pause) shows within this many seconds. 0: on every call (tests).
 DETAILS_SECONDS = 60.0
 #: A delta larger than this share of the rows (and than ``_REBUILD_MIN`` rows) rebuilds the snapshot instead.
 _REBUILD_SHARE = 0.25
@@ -118,20 +134,35 @@ def _unfitted_key(row: LeaderboardRow) -> tuple[float, float, int]:
     return (-row.skill, -row.mu, row.competitor_id)
 
 
+def _details_window() -> int:
+    """The wall clock's current window of :data:`DETAILS_SECONDS`: the snapshot re-reads the details in the
+    first call of each window, so what was committed before a window began shows in that window's pages
+    (the game page caches its fragment per minute)."""
+    return int(time.time() // DETAILS_SECONDS) if DETAILS_SECONDS > 0 else time.monotonic_ns()
+
+
+def _details_key(values: dict) -> tuple:
+    """The :data:`_DETAILS` columns of ``values`` (a row of :data:`_COLUMNS`): the tuple the refresh reads."""
+    return tuple(values[c] for c in _DETAILS)
+
+
+def _owner_name(owner_id: int | None, display_name: str, github: str) -> str:
+    return display_name or github or default_public_name(owner_id or 0)
+
+
 def _row(values: dict, rank: int, fit: TieFit | None, provisional_sigma: float) -> LeaderboardRow:
     cid = values["competitor_id"]
     bt = fit.intervals.get(cid) if fit is not None else None
     score = fit.scores.get(cid) if fit is not None else None
-    owner_name = (
-        values["competitor__owner__display_name"]
-        or values["competitor__owner__github"]
-        or default_public_name(values["competitor__owner_id"] or 0)
-    )
     return LeaderboardRow(
         rank=rank,
         competitor_id=cid,
         competitor=values["competitor__name"],
-        owner=owner_name,
+        owner=_owner_name(
+            values["competitor__owner_id"],
+            values["competitor__owner__display_name"],
+            values["competitor__owner__github"],
+        ),
         version=values["competitor__current_revision__version"],
         is_paused=values["competitor__status"] != Competitor.Status.ACTIVE,
         mu=values["mu"],
@@ -160,12 +191,15 @@ class _Snapshot:
     fit_computed_at: datetime | None
     #: The latest ``Rating.updated_at`` reflected (None: no rating row yet).
     stamp: datetime | None
-    built_at: float
+    #: The :func:`_details_window` in which the :data:`_DETAILS` columns were last read for every row.
+    details_at: int
     #: The rows the fit has seen, in the fit's order (their ranks fixed by the fit), then the others.
     fitted: list[LeaderboardRow]
     unfitted: list[LeaderboardRow]
     #: competitor id -> index in ``fitted``.
     fitted_index: dict[int, int]
+    #: competitor id -> the :data:`_DETAILS` columns its row was made from (the id first).
+    details: dict[int, tuple]
 
     @property
     def rows(self) -> list[LeaderboardRow]:
@@ -203,10 +237,11 @@ def _build(environment_id: int, fit: TieFit | None) -> _Snapshot:
     return _Snapshot(
         fit_computed_at=fit.computed_at if fit is not None else None,
         stamp=stamp,
-        built_at=time.monotonic(),
+        details_at=_details_window(),
         fitted=fitted,
         unfitted=_rank_unfitted(len(fitted), unfitted),
         fitted_index={r.competitor_id: k for k, r in enumerate(fitted)},
+        details={v["competitor_id"]: _details_key(v) for v in values},
     )
 
 
@@ -230,15 +265,51 @@ def _patched(snapshot: _Snapshot, environment_id: int, fit: TieFit | None, count
             unfitted[v["competitor_id"]] = _row(v, 0, fit, provisional_sigma)
     if len(fitted) + len(unfitted) != count:  # a row vanished (a competitor deleted): rebuild
         return None
+    details = snapshot.details
+    if values:
+        details = dict(details)
+        details.update((v["competitor_id"], _details_key(v)) for v in values)
     stamps = [snapshot.stamp] if snapshot.stamp is not None else []
     return _Snapshot(
         fit_computed_at=snapshot.fit_computed_at,
         stamp=max(stamps + [v["updated_at"] for v in values], default=None),
-        built_at=snapshot.built_at,
+        details_at=snapshot.details_at,
         fitted=fitted,
         unfitted=_rank_unfitted(len(fitted), list(unfitted.values())) if values else snapshot.unfitted,
         fitted_index=snapshot.fitted_index,
+        details=details,
     )
+
+
+def _with_details(snapshot: _Snapshot, environment_id: int) -> _Snapshot:
+    """``snapshot`` with what its rows show re-read (the :data:`_DETAILS` columns only, one query): the rows
+    whose columns changed are replaced, in place in the order (which never depends on them); the others
+    stay the same objects. Rows the snapshot does not have yet are left to the ratings' stamps, and rows
+    it has that vanished to the row count (:func:`leaderboard` checks both)."""
+    read = Rating.objects.filter(environment_id=environment_id).values_list(*_DETAILS)
+    known = snapshot.details
+    changed = {d[0]: d for d in read if d[0] in known and known[d[0]] != d}
+    if not changed:
+        return replace(snapshot, details_at=_details_window())
+    details = dict(known)
+    fitted = list(snapshot.fitted)
+    unfitted = list(snapshot.unfitted)
+    for rows, index in ((fitted, snapshot.fitted_index), (unfitted, None)):
+        places = index if index is not None else {r.competitor_id: k for k, r in enumerate(rows)}
+        for cid, d in changed.items():
+            at = places.get(cid)
+            if at is None:
+                continue
+            _, name, status, owner_id, display_name, github, version = d
+            details[cid] = d
+            rows[at] = replace(
+                rows[at],
+                competitor=name,
+                owner=_owner_name(owner_id, display_name, github),
+                version=version,
+                is_paused=status != Competitor.Status.ACTIVE,
+            )
+    return replace(snapshot, details_at=_details_window(), fitted=fitted, unfitted=unfitted, details=details)
 
 
 def build_leaderboard(environment_id: int) -> list[LeaderboardRow]:
@@ -258,15 +329,13 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
         fit_at = fit.computed_at if fit is not None else None
         snapshot = _snapshots.get(environment_id)
         fresh: _Snapshot | None = None
-        if (
-            snapshot is not None
-            and snapshot.fit_computed_at == fit_at
-            and time.monotonic() - snapshot.built_at < DETAILS_SECONDS
-        ):
+        if snapshot is not None and snapshot.fit_computed_at == fit_at:
             same = snapshot.stamp == head["m"] and len(snapshot.fitted) + len(snapshot.unfitted) == head["n"]
             fresh = snapshot if same and snapshot.stamp is not None else None
             if fresh is None:
                 fresh = _patched(snapshot, environment_id, fit, head["n"])
+            if fresh is not None and fresh.details_at != _details_window():
+                fresh = _with_details(fresh, environment_id)
         if fresh is None:
             fresh = _build(environment_id, fit)
         _snapshots[environment_id] = fresh

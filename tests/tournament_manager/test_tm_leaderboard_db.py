@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
-from tm_factories import play
+from tm_factories import add_revision, play
 
 from core.actions.pair_records import rebuild_pair_records
 from core.models import Duel, PairRecord, Rating
@@ -253,3 +253,76 @@ def test_a_new_fit_or_a_vanished_rating_rebuilds_the_snapshot(hidden_env, ladder
     assert rows == build_leaderboard(hidden_env.pk) and all(r.field_score is not None for r in rows)
     Rating.objects.filter(competitor=ladder["twin"]).delete()  # e.g. its competitor deleted
     assert [r.competitor for r in leaderboard(hidden_env)] == ["strong", "mid", "weak"]
+
+
+def test_names_owners_versions_and_pauses_are_re_read_alone_and_only_their_rows_replaced(
+    hidden_env, ladder, make_competitor, monkeypatch, django_assert_num_queries
+):
+    """What a row shows without being a rating (a competitor's name, its owner's name, its playing version,
+    a pause) changes without a stamp: once per window the snapshot reads those columns alone (one query,
+    no rating column) and replaces only the rows they changed. The result is exactly a build from scratch;
+    the untouched rows stay the same objects (so the API serializes only the changed ones again)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core.actions.accounts import update_profile
+    from core.actions.competitors import set_competitor_status
+    from core.models import Competitor
+    from tournament_manager import leaderboard as board
+
+    tie_fit.refresh(hidden_env.pk)
+    monkeypatch.setattr(bradley_terry, "fit_pair_counts", fitting_forbidden)
+    newcomer = make_competitor("newcomer")  # rated after the fit: a row the fit has not seen
+    play(ladder["mid"], newcomer, [W1, W1])
+    rate_pending_duels(hidden_env.pk)
+    monkeypatch.setattr(board, "DETAILS_SECONDS", 3600.0)
+    before = {r.competitor_id: r for r in leaderboard(hidden_env)}
+
+    set_competitor_status(ladder["mid"].pk, Competitor.Status.PAUSED, "too many errors")  # a pause
+    Competitor.objects.filter(pk=ladder["weak"].pk).update(name="weaker")  # a rename (fitted row)
+    Competitor.objects.filter(pk=newcomer.pk).update(name="late")  # a rename (row not in the fit)
+    update_profile(ladder["twin"].owner, display_name="", team="", github="twin-gh")  # the owner's name
+    add_revision(ladder["twin"])  # a new playing version
+    assert leaderboard(hidden_env) == list(before.values())  # within the window: not read yet
+
+    monkeypatch.setattr(board, "DETAILS_SECONDS", 0.0)  # a new window on every call
+    with CaptureQueriesContext(connection) as queries:
+        after = leaderboard(hidden_env)
+    assert after == build_leaderboard(hidden_env.pk)
+    assert [r.competitor_id for r in after] == list(before)  # the order never depends on these columns
+    shown = {r.competitor_id: (r.competitor, r.owner, r.version, r.is_paused) for r in after}
+    assert shown[ladder["mid"].pk][3] is True
+    assert shown[ladder["weak"].pk][0] == "weaker" and shown[newcomer.pk][0] == "late"
+    assert shown[ladder["twin"].pk][1:3] == ("twin-gh", 2)
+    replaced = {r.competitor for r in after if before[r.competitor_id] is not r}
+    assert replaced == {"mid", "weaker", "late", "twin"}  # "strong" is the same object
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len(sql) == 2  # the version, then the details
+    select = sql[1].split(" FROM ")[0]
+    for column in ('"name"', '"status"', '"display_name"', '"github"', '"version"'):
+        assert column in select
+    for rating_column in ('"mu"', '"sigma"', '"skill"', '"matches"', '"updated_at"', '"last_played_at"'):
+        assert rating_column not in select
+
+    with django_assert_num_queries(2):  # nothing changed since: the same objects again
+        again = leaderboard(hidden_env)
+    assert all(a is b for a, b in zip(again, after, strict=True))
+
+
+def test_a_new_competitor_and_a_vanished_one_show_with_the_details_refresh(
+    hidden_env, ladder, make_competitor, monkeypatch
+):
+    """A competitor rated for the first time shows through the ratings' stamps; one deleted through the row
+    count (a rebuild); both in the same window too, with the details re-read on every call."""
+    from tournament_manager import leaderboard as board
+
+    tie_fit.refresh(hidden_env.pk)
+    monkeypatch.setattr(board, "DETAILS_SECONDS", 0.0)
+    leaderboard(hidden_env)
+    newcomer = make_competitor("newcomer")
+    play(ladder["strong"], newcomer, [W1, W2])
+    rate_pending_duels(hidden_env.pk)
+    Rating.objects.filter(competitor=ladder["twin"]).delete()  # the row count stays 4
+    rows = leaderboard(hidden_env)
+    assert rows == build_leaderboard(hidden_env.pk)
+    assert {r.competitor for r in rows} == {"strong", "mid", "weak", "newcomer"}
