@@ -52,7 +52,13 @@ def test_a_worker_that_lost_its_lease_cannot_record_the_duel_another_worker_hold
         # The second worker's reaper takes the job back after a lease without heartbeat, and it claims and
         # plays the duel; its record waits in the proxy until the stale worker has tried to write.
         held = db_proxy.trap(DUEL_RECORD_LOCK, "hold")
-        start_worker(WORKER_CONCURRENCY="1", DATABASE_URL=through(db_proxy, worker_database_url()))
+        # Its record is held inside its transaction on purpose, for as long as the stale worker takes to
+        # wake: PostgreSQL must not end that session as a frozen worker's (core.worker).
+        start_worker(
+            WORKER_CONCURRENCY="1",
+            DATABASE_URL=through(db_proxy, worker_database_url()),
+            WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S="0",
+        )
         held.wait(120, "the second worker to play the duel and record it")
         assert duel_state(duel.pk)[:2] == ("RUNNING", 2), "the second claim must advance the fencing token"
     finally:
