@@ -185,7 +185,8 @@ class Referee:
                 "cpus": sorted(self.cpu_slot.cpus) if self.cpu_slot is not None else None,
                 "isolation": getattr(self.sandbox, "isolation", ""),
                 "started_at": started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                "duration_s": round(time.perf_counter() - t0, 4),
+                # The phases partition the duel's time exactly (building this JSON is not part of it).
+                "duration_s": round(ended - t0, 4),
                 "phases_s": {
                     "start": round(self.start_s, 4),
                     "play": round(max(0.0, closing - t0 - self.start_s), 4),

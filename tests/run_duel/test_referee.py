@@ -70,7 +70,8 @@ def test_the_duel_says_where_its_time_went(random_duel):
     phases = result["phases_s"]
     assert set(phases) == {"start", "play", "close"}
     assert phases["start"] > 0 and phases["play"] > 0  # two agents were started; six matches were played
-    assert sum(phases.values()) == pytest.approx(result["duration_s"], abs=0.01)
+    # Each phase is rounded to 0.1 ms; together they are the duel's duration, however loaded the machine.
+    assert sum(phases.values()) == pytest.approx(result["duration_s"], abs=0.0003)
 
 
 def test_the_first_player_alternates_starting_with_player_1(random_duel):
