@@ -51,7 +51,9 @@ def test_the_samples_are_the_slot_time_and_matches_played_of_recorded_duels(hidd
     assert sorted(recent_samples(hidden_env.pk)) == [(2, 3.0)] * 3 + [(4, 4.0)] * 3
 
 
-def test_matchmaking_lengthens_duels_when_the_fleet_measures_a_dear_start(hidden_env, make_competitor, settings):
+def test_matchmaking_lengthens_duels_when_the_fleet_measures_a_dear_start(
+    hidden_env, make_competitor, settings
+):
     settings.TM_MIN_DUEL_MATCHES = 2
     settings.TM_MAX_DUEL_MATCHES = 0  # 4 x the game's matches_per_duel (4) = 16
     settings.TM_DUEL_FIXED_SECONDS, settings.TM_DUEL_MATCH_SECONDS = 0.3, 0.05
