@@ -158,7 +158,7 @@ MUTATIONS = [
     Mutation(
         "idle-transaction-timeout",
         "core/worker.py",
-        "    if created is None or created.vendor != \"postgresql\" or timeout_s <= 0:",
+        '    if created is None or created.vendor != "postgresql" or timeout_s <= 0:',
         "    if True:",
         "tests/faults/test_reaper_backlog.py::test_a_worker_frozen_inside_its_transaction_gives_its_lock_back_to_the_reaper",
     ),
