@@ -12,17 +12,28 @@ version the two ways, alternating, in the same process:
 - **incremental**: what the web does now: the process's snapshot patched with the changed rows only
   (``tournament_manager.leaderboard.leaderboard``) and their serialized rows (``web.api.leaderboard``).
 
+Then the snapshot's periodic refresh (once a minute per process and game: names, owners, versions and
+pauses change without a rating), ``--rounds`` times after ``--renamed`` competitors are renamed and one
+paused or resumed, the two ways, alternating:
+
+- **rebuild**: what the minute cost before: the ranking built again from one query of every column
+  (``_build``), so every row is a new object and the API serializes every row again;
+- **details**: what it costs now: the display columns alone read for every row and only the changed rows
+  replaced (``_with_details``), so the API serializes only those again.
+
 Prints the CPU milliseconds of this process per version (``time.process_time``: the web's CPU, not the
-database's) and the wall milliseconds, medians, their ratio and the load average. Last line:
-``ratings version at N competitors: full F ms CPU, incremental I ms CPU (ratio R)``.
+database's) and the wall milliseconds, medians, their ratio and the load average. Last lines:
+``ratings version at N competitors: full F ms CPU, incremental I ms CPU (ratio R)`` and
+``periodic refresh at N competitors: rebuild B ms CPU per minute, details D ms CPU per minute (ratio R)``.
 
     .venv/bin/python benchmarks/bench_leaderboard_scale.py [--competitors 10000] [--matches 200000]
-        [--rounds 20] [--changed 20] [--db NAME] [--keep]
+        [--rounds 20] [--changed 20] [--renamed 5] [--db NAME] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import statistics
@@ -42,6 +53,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--matches", type=int, default=200_000)
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--changed", type=int, default=20, help="ratings a rating round changes")
+    p.add_argument("--renamed", type=int, default=5, help="competitors renamed between two refreshes")
     p.add_argument("--db", default="rl_arena_bench_leaderboard")
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
     p.add_argument("--redis", default="redis://127.0.0.1:6379/14")
@@ -71,6 +83,75 @@ def rating_round(environment_id: int, changed: int, rng: random.Random) -> None:
             r.matches += 10
             r.updated_at = stamp
         Rating.objects.bulk_update(rows, ["mu", "sigma", "skill", "matches", "updated_at"])
+
+
+def rename_some(environment_id: int, renamed: int, k: int, rng: random.Random) -> None:
+    """Rename ``renamed`` competitors and pause (or resume) one: what changes without touching a rating."""
+    from core.models import Competitor
+
+    ids = list(Competitor.objects.filter(environment_id=environment_id).values_list("pk", flat=True))
+    picked = rng.sample(ids, renamed + 1)
+    for pk in picked[:renamed]:
+        Competitor.objects.filter(pk=pk).update(name=f"renamed-{k}-{pk}")
+    status = Competitor.Status.PAUSED if k % 2 else Competitor.Status.ACTIVE
+    Competitor.objects.filter(pk=picked[-1]).update(status=status)
+
+
+def periodic_refresh(args: argparse.Namespace, environment_id: int) -> tuple[float, float]:
+    """Median CPU ms of the minute's refresh, the rebuild it was and the details read it is, alternated."""
+    from core.models import Environment
+    from tournament_manager import leaderboard as board
+    from tournament_manager.tie_fit import stored_fit
+    from web.api import leaderboard as api
+    from web.queries import leaderboard_version
+
+    board.DETAILS_SECONDS = 1e9  # no refresh but the ones timed here
+
+    def reflect() -> None:
+        # The API's reflection of the refreshed snapshot: the rows that are new objects serialized again
+        # (as on the next ratings version: a fresh version string here forces it).
+        version = leaderboard_version(Environment(pk=environment_id)) + f"-{time.monotonic_ns()}"
+        api._reflected[environment_id] = api._reflect(
+            environment_id, version, api._reflected.get(environment_id)
+        )
+
+    def rebuild() -> None:
+        board._snapshots[environment_id] = board._build(environment_id, stored_fit(environment_id))
+        reflect()
+
+    def details() -> None:
+        board._snapshots[environment_id] = board._with_details(
+            board._snapshots[environment_id], environment_id
+        )
+        reflect()
+
+    reflect()
+    rng = random.Random(5)
+    serial = itertools.count()
+    cpu: dict[str, list[float]] = {"rebuild": [], "details": []}
+    wall: dict[str, list[float]] = {"rebuild": [], "details": []}
+    load_before = os.getloadavg()[0]
+    for k in range(args.rounds):
+        order = [("rebuild", rebuild), ("details", details)]
+        if k % 2:
+            order.reverse()
+        for name, fn in order:
+            rename_some(environment_id, args.renamed, next(serial), rng)
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn()
+            cpu[name].append((time.process_time() - c0) * 1000)
+            wall[name].append((time.perf_counter() - w0) * 1000)
+    load_after = os.getloadavg()[0]
+    # The refreshed snapshot must show exactly what a build from scratch shows.
+    assert board._snapshots[environment_id].rows == board.build_leaderboard(environment_id)
+    print(
+        f"\nperiodic refresh (once a minute per process and game), {args.rounds} times after {args.renamed} "
+        f"renames and a pause; load {load_before:.1f} -> {load_after:.1f}"
+    )
+    print(f"{'per refresh':<24} {'CPU ms (median)':>16} {'wall ms (median)':>17}")
+    for name in cpu:
+        print(f"{name:<24} {statistics.median(cpu[name]):16.1f} {statistics.median(wall[name]):17.1f}")
+    return statistics.median(cpu["rebuild"]), statistics.median(cpu["details"])
 
 
 def main() -> None:
@@ -134,9 +215,15 @@ def main() -> None:
     for name in cpu:
         print(f"{name:<24} {statistics.median(cpu[name]):16.1f} {statistics.median(wall[name]):17.1f}")
     f, i = statistics.median(cpu["full"]), statistics.median(cpu["incremental"])
-    print(
+    summary = (
         f"ratings version at {args.competitors:,} competitors: full {f:.0f} ms CPU, "
         f"incremental {i:.1f} ms CPU (ratio {f / max(i, 1e-9):.0f})"
+    )
+    b, d = periodic_refresh(args, env.pk)
+    print(summary)
+    print(
+        f"periodic refresh at {args.competitors:,} competitors: rebuild {b:.0f} ms CPU per minute, "
+        f"details {d:.1f} ms CPU per minute (ratio {b / max(d, 1e-9):.0f})"
     )
 
 

@@ -6,7 +6,10 @@
 - Caching: the version is one indexed query (the game's latest ``Rating.updated_at``, which every rating
   run and the tie fit raise; ``web.page_cache.game_version``). Each page's JSON bytes are cached per
   (version, page, host); every page of a version is sliced from the process's serialized ranking, which a
-  rating change patches rather than rebuilds. Entries live ``WEB_PAGE_CACHE_SECONDS``.
+  rating change patches rather than rebuilds. Entries live ``WEB_PAGE_CACHE_SECONDS``. What changes
+  without a rating (a name, an owner's name, a playing version, a pause: the snapshot re-reads them once
+  a minute) reaches these pages with the next ratings version, not before: the version, the ``ETag`` and
+  the serialized ranking are the ratings'.
 - Stampedes: in each process one request at a time reflects a new version (``serialized_rows``: only the
   rows the ranking's snapshot changed are serialized again); concurrent ones serve the previous version's
   rows (their own ``version`` and ``ETag``, ``max-age=1``, not cached as the new version's page) or, in a
