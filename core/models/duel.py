@@ -38,17 +38,28 @@ class Duel(LeasedJob):
 
     task_name = "duel_runner.run_duel"
 
-    environment = models.ForeignKey("core.Environment", on_delete=models.PROTECT, related_name="duels")
-    revision_1 = models.ForeignKey(
-        "core.Revision", on_delete=models.PROTECT, related_name="duels_as_player_1"
+    # No single-column index on environment, revision_1 or tournament: the composite indexes that start
+    # with them (core_duel_env_recent, core_duel_pair, core_duel_tournament) serve every lookup by them,
+    # the PROTECT/CASCADE checks of a deleted environment, revision or tournament included.
+    environment = models.ForeignKey(
+        "core.Environment", on_delete=models.PROTECT, related_name="duels", db_index=False
     )
+    revision_1 = models.ForeignKey(
+        "core.Revision", on_delete=models.PROTECT, related_name="duels_as_player_1", db_index=False
+    )
+    # Keeps its own index: no index but the partial core_duel_ladder_p2_day starts with revision_2.
     revision_2 = models.ForeignKey(
         "core.Revision", on_delete=models.PROTECT, related_name="duels_as_player_2"
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.LADDER)
     tournament = models.ForeignKey(
-        "core.Tournament", null=True, blank=True, on_delete=models.CASCADE, related_name="duels"
+        "core.Tournament",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="duels",
+        db_index=False,
     )
     priority = models.SmallIntegerField(default=0, help_text="Higher runs first when re-queued.")
     num_matches = models.PositiveIntegerField(null=True, blank=True, help_text="None: the game's default.")
@@ -99,7 +110,12 @@ class Duel(LeasedJob):
             ),
             models.Index(fields=["environment", "-finished_at"], name="core_duel_env_recent"),
             models.Index(fields=["revision_1", "revision_2"], name="core_duel_pair"),
-            models.Index(fields=["tournament", "state"], name="core_duel_tournament"),
+            # Tournament duels only: a ladder duel (tournament NULL) is never looked up by tournament.
+            models.Index(
+                fields=["tournament", "state"],
+                name="core_duel_tournament",
+                condition=Q(tournament__isnull=False),
+            ),
             # A player's ladder duels of the last 24 hours (the daily budget), for the few competitors a
             # matchmaking round plans with: their duels of the day, never the ladder's whole day.
             models.Index(

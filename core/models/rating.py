@@ -51,15 +51,19 @@ class Rating(models.Model):
 class RatingHistory(models.Model):
     """A rating after one duel was applied; at most one entry per (rating, duel)."""
 
-    rating = models.ForeignKey(Rating, on_delete=models.CASCADE, related_name="history")
-    duel = models.ForeignKey("core.Duel", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # No single-column FK indexes: core_ratinghistory_timeline starts with rating, and
+    # core_ratinghistory_once_per_duel with duel (the SET NULL of a deleted duel uses it).
+    rating = models.ForeignKey(Rating, on_delete=models.CASCADE, related_name="history", db_index=False)
+    duel = models.ForeignKey(
+        "core.Duel", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     mu = models.FloatField()
     sigma = models.FloatField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["rating", "duel"], name="core_ratinghistory_once_per_duel")
+            models.UniqueConstraint(fields=["duel", "rating"], name="core_ratinghistory_once_per_duel")
         ]
         indexes = [models.Index(fields=["rating", "created_at"], name="core_ratinghistory_timeline")]
 
