@@ -31,9 +31,10 @@ What runs is what a fleet runs, against PostgreSQL and Redis:
 
 It prints recorded/s and rated/s, per-phase time and SQL counts on both sides, the slowest statements,
 CPU per result of PostgreSQL (the bench's own backends, and every postgres process of the shared
-server), the rating worker, Redis and the workers, disk written per result, the load average, and checks
-that every duel ended FINISHED and was rated exactly once (non-zero exit otherwise). The database
-(``--db``, created and migrated here) is dropped at the end unless ``--keep``. The last line is
+server), the rating worker, Redis and the workers, disk per result (the duel, match and rating history
+tables, as the run left them and after a VACUUM, per index too; the rating rows per competitor), the load
+average, and checks that every duel ended FINISHED and was rated exactly once (non-zero exit otherwise).
+The database (``--db``, created and migrated here) is dropped at the end unless ``--keep``. The last line is
 ``results/s: N``: duels recorded and rated per second, from the start to the last rating.
 """
 
@@ -750,15 +751,64 @@ def cpu_seconds(rater_pid: int) -> tuple[float, float, float, float]:
     return pg, rater, main, redis
 
 
-def table_bytes() -> dict[str, int]:
-    """Bytes on disk (with TOAST and indexes) of the tables a result writes to."""
+#: Tables that grow with every result (its duel row, ten Match rows, two rating history rows) and tables
+#: that grow with the competitors (one Rating row each, updated in place every rating round): a short run
+#: with few results would inflate a per-result figure of the latter, so they are reported apart.
+PER_RESULT_TABLES = ("core_duel", "core_match", "core_ratinghistory")
+PER_COMPETITOR_TABLES = ("core_rating",)
+
+
+def table_bytes() -> dict[str, dict[str, float]]:
+    """Bytes on disk of the tables a result writes to: table -> {"heap": with TOAST, "indexes": all of its
+    indexes}. Dead row versions and free space included: what the files hold."""
     from django.db import connection
 
-    tables = ("core_match", "core_duel", "core_ratinghistory", "core_rating")
+    tables = PER_RESULT_TABLES + PER_COMPETITOR_TABLES
     with connection.cursor() as cur:
-        sql = "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname = ANY(%s)"
+        sql = "SELECT relname, pg_table_size(oid), pg_indexes_size(oid) FROM pg_class WHERE relname = ANY(%s)"
         cur.execute(sql, [list(tables)])
-        return dict(cur.fetchall())
+        return {t: {"heap": float(h), "indexes": float(i)} for t, h, i in cur.fetchall()}
+
+
+def bytes_in_use_after_vacuum() -> dict[str, dict[str, float]] | None:
+    """VACUUM the tables a result writes to, then the bytes they use: the heap less its free space
+    (``pgstattuple``: what VACUUM freed, the dead row versions, is reused by the next results) and each
+    index's leaf pages weighted by how full they are (``pgstatindex``; the metapage and the internal pages
+    left out: a root page would weigh on a short run's few hundred results, and at scale internal pages
+    are well under 1 % of the leaves); TOAST's heap as it is. The free space and visibility maps (a few
+    pages a table, about 1/4000 of the heap at scale) are left out too.
+    Per index too (``table.index``). None when the ``pgstattuple`` extension cannot be created."""
+    from django.db import connection
+
+    tables = PER_RESULT_TABLES + PER_COMPETITOR_TABLES
+    with connection.cursor() as cur:
+        try:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        except Exception as e:  # not installed on this server, or no right to create it
+            print(f"(no figures after VACUUM: {e})", flush=True)
+            return None
+        out: dict[str, dict[str, float]] = {}
+        for table in tables:
+            cur.execute(f"VACUUM {table}")
+            cur.execute(
+                "SELECT s.table_len - s.free_space, COALESCE(pg_relation_size(NULLIF(c.reltoastrelid, 0)), 0)"
+                " FROM pg_class c, pgstattuple(c.oid) s WHERE c.oid = %s::regclass",
+                [table],
+            )
+            heap, toast = cur.fetchone()
+            cur.execute(
+                "SELECT c.relname, s.internal_pages, s.leaf_pages, s.avg_leaf_density FROM pg_index i"
+                " JOIN pg_class c ON c.oid = i.indexrelid, LATERAL pgstatindex(i.indexrelid) s"
+                " WHERE i.indrelid = %s::regclass",
+                [table],
+            )
+            indexes = {  # NaN density: no leaf page yet
+                name: 8192.0 * leaf * (density / 100 if density == density else 0.0)
+                for name, _internal, leaf, density in cur.fetchall()
+            }
+            out[table] = {"heap": float(heap + toast), "indexes": sum(indexes.values())}
+            out.update({f"{table}.{name}": {"indexes": b} for name, b in indexes.items()})
+        return out
 
 
 def machine_busy_seconds() -> tuple[float, float]:
@@ -850,6 +900,62 @@ def exactly_once(v: dict[str, int]) -> list[str]:
 # --- report --------------------------------------------------------------------------------------------
 
 
+def disk_lines(disk: dict[str, Any], n: int, competitors: int) -> list[str]:
+    """Disk per result (the duel, match and rating history tables) and per competitor (the rating rows),
+    as the run left them (dead row versions and part-filled pages included) and after a VACUUM."""
+
+    def kib(b: float, per: int) -> str:
+        return f"{b / max(per, 1) / 1024:.2f}"
+
+    def total(t: dict[str, float]) -> float:
+        return t.get("heap", 0.0) + t.get("indexes", 0.0)
+
+    lines = []
+    for label, sizes in (
+        ("as the run left it", disk["grown"]),
+        ("after VACUUM", disk["in_use_after_vacuum"]),
+    ):
+        if sizes is None:
+            continue
+        what = (
+            "growth from the empty tables, dead row versions and free space included"
+            if label == "as the run left it"
+            else "bytes in use: heap less its free space, index leaf pages by their fill"
+        )
+        per_result = sum(total(sizes[t]) for t in PER_RESULT_TABLES if t in sizes)
+        lines.append(
+            f"disk per result, {label}: {kib(per_result, n)} KiB ("
+            + ", ".join(
+                f"{t} {kib(total(sizes[t]), n)} [heap {kib(sizes[t]['heap'], n)}, "
+                f"indexes {kib(sizes[t]['indexes'], n)}]"
+                for t in PER_RESULT_TABLES
+                if t in sizes
+            )
+            + f"; {what})"
+        )
+        for t in PER_COMPETITOR_TABLES:
+            if t in sizes:
+                lines.append(
+                    f"  per competitor ({competitors}; not per result: updated in place by every rating "
+                    f"round): {t} {kib(total(sizes[t]), competitors)} KiB"
+                )
+    after = disk["in_use_after_vacuum"]
+    if after:
+        per_index = sorted(
+            (
+                (k, v["indexes"])
+                for k, v in after.items()
+                if "." in k and k.split(".")[0] in PER_RESULT_TABLES
+            ),
+            key=lambda kv: -kv[1],
+        )
+        lines.append(
+            "  indexes after VACUUM, bytes per result: "
+            + ", ".join(f"{k.split('.')[1]} {b / max(n, 1):.0f}" for k, b in per_index)
+        )
+    return lines
+
+
 def statement_table(title: str, phases: dict[str, dict[str, float]], n: int, top: int = 8) -> list[str]:
     """Lines of the ``top`` statements by total time: calls per result, ms per call, phase and shape."""
     rows = sorted(
@@ -904,6 +1010,7 @@ def main() -> int:
     t_setup = time.perf_counter()
     recreate_database(args, env)
     setup_django(run_id)
+    empty = table_bytes()  # the migrated, empty tables: a result's duel row is counted from its insert
     envs, duels = seed(args, rng)
     pools = {slug: real_duels(slug, args.pool) for slug in envs.values()}
     pool_file = Path(data_dir) / "duel_pool.json"
@@ -948,7 +1055,6 @@ def main() -> int:
             time.sleep(0.1)
         time.sleep(2.0)  # let the spawned workers finish importing Django
         print(f"setup {time.perf_counter() - t_setup:.1f} s; measuring...", flush=True)
-        sizes0 = table_bytes()
         (pg0, rater0, main0, redis0), (busy0, all0) = cpu_seconds(rater.pid), machine_busy_seconds()
         t0 = time.perf_counter()
         start.set()
@@ -971,12 +1077,14 @@ def main() -> int:
         counters["rater_main_cpu_s"] = main1 - main0
         counters["redis_cpu_s"] = redis1 - redis0
         counters["left_in_queue"] = left_in_queue
-        sizes1 = table_bytes()
-        for table, size in sizes1.items():
-            counters[f"bytes {table}"] = size - sizes0.get(table, 0)
+        grown = {
+            t: {part: b - empty.get(t, {}).get(part, 0.0) for part, b in parts.items()}
+            for t, parts in table_bytes().items()
+        }
+        disk = {"grown": grown, "in_use_after_vacuum": bytes_in_use_after_vacuum()}
         code, rate = report(
             args, duels, workers, rater_phases, counters, rater1 - rater0, recorded_s, rated_s, load,
-            pg1 - pg0, busy1 - busy0, all1 - all0,
+            pg1 - pg0, busy1 - busy0, all1 - all0, disk,
         )  # fmt: skip
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -1015,6 +1123,7 @@ def report(
     pg_cpu: float,
     busy: float,
     total_cpu: float,
+    disk: dict[str, Any],
 ) -> tuple[int, float]:
     """Print the results; returns the exit code (1 if a duel was not recorded and rated exactly once) and
     the results per second (0 then)."""
@@ -1080,12 +1189,8 @@ def report(
         f"    rating Celery worker (process tree): {per * rater_cpu:6.2f} (main process, taking messages "
         f"from Redis: {per * main:.2f}; pool processes running the tasks: {per * (rater_cpu - main):.2f})"
     )
-    grown = {k.split()[1]: v for k, v in counters.items() if k.startswith("bytes ")}
-    print(
-        f"disk per result: {sum(grown.values()) / max(n, 1) / 1024:.1f} KiB ("
-        + ", ".join(f"{t} {b / max(n, 1) / 1024:.1f}" for t, b in sorted(grown.items()))
-        + "; tables with TOAST and indexes)"
-    )
+    for line in disk_lines(disk, n, args.games * args.competitors):
+        print(line)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in load)}")
     print(f"exactly once: {'ok' if not problems else 'FAILED: ' + '; '.join(problems)} ({json.dumps(v)})")
     rate = n / rated_s if rated_s and not problems else 0.0
@@ -1110,6 +1215,7 @@ def report(
                         "busy": busy,
                     },
                     "load": load,
+                    "disk": disk,
                 },
                 indent=1,
             )

@@ -86,6 +86,16 @@ def test_bench_control_plane_records_and_rates_every_duel_exactly_once(tmp_path:
             )
             assert one("SELECT sum(duels) FROM core_rating") == 2 * DUELS
             assert one("SELECT sum(matches) FROM core_rating") == 2 * 10 * DUELS
+
+            # Disk accounting: per-result tables apart from the rating rows; after VACUUM the bytes in use
+            # hold at least the live rows and at most what the run left on disk.
+            assert any(line.startswith("disk per result, as the run left it: ") for line in lines), lines
+            assert any(line.startswith("disk per result, after VACUUM: ") for line in lines), lines
+            grown, used = report["disk"]["grown"], report["disk"]["in_use_after_vacuum"]
+            for table in ("core_duel", "core_match", "core_ratinghistory"):
+                rows = float(one(f"SELECT sum(pg_column_size(t.*)) FROM {table} t"))
+                assert rows <= used[table]["heap"] <= grown[table]["heap"], (table, rows, used, grown)
+                assert 0 < used[table]["indexes"] <= grown[table]["indexes"], (table, used, grown)
     finally:
         with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
