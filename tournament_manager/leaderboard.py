@@ -200,6 +200,9 @@ class _Snapshot:
     fitted_index: dict[int, int]
     #: competitor id -> the :data:`_DETAILS` columns its row was made from (the id first).
     details: dict[int, tuple]
+    #: The details window in which this process last saw those columns change without a rating (0: never;
+    #: :func:`details_version`).
+    details_changed_in: int = 0
 
     @property
     def rows(self) -> list[LeaderboardRow]:
@@ -278,6 +281,7 @@ def _patched(snapshot: _Snapshot, environment_id: int, fit: TieFit | None, count
         unfitted=_rank_unfitted(len(fitted), list(unfitted.values())) if values else snapshot.unfitted,
         fitted_index=snapshot.fitted_index,
         details=details,
+        details_changed_in=snapshot.details_changed_in,
     )
 
 
@@ -309,7 +313,15 @@ def _with_details(snapshot: _Snapshot, environment_id: int) -> _Snapshot:
                 version=version,
                 is_paused=status != Competitor.Status.ACTIVE,
             )
-    return replace(snapshot, details_at=_details_window(), fitted=fitted, unfitted=unfitted, details=details)
+    window = _details_window()
+    return replace(
+        snapshot,
+        details_at=window,
+        fitted=fitted,
+        unfitted=unfitted,
+        details=details,
+        details_changed_in=window,
+    )
 
 
 def build_leaderboard(environment_id: int) -> list[LeaderboardRow]:
@@ -338,8 +350,28 @@ def leaderboard(environment: Environment | int) -> list[LeaderboardRow]:
                 fresh = _with_details(fresh, environment_id)
         if fresh is None:
             fresh = _build(environment_id, fit)
+            if snapshot is not None:  # what the rebuild shows of the details may have changed too
+                changed = fresh.details != snapshot.details
+                fresh.details_changed_in = fresh.details_at if changed else snapshot.details_changed_in
         _snapshots[environment_id] = fresh
         return fresh.rows
+
+
+def details_version(environment_id: int) -> int:
+    """What the process's ranking shows of the details (names, owners' names, versions, pauses), as a
+    number to add to the ratings' version: the window in which it last saw them change without a rating
+    (0: never, or no ranking built yet). Once per :data:`DETAILS_SECONDS` window it brings the snapshot up
+    to date first (the ranking's queries); otherwise it reads nothing. Processes see a change in the same
+    window or the next (a process started after it has never seen it change), so for up to a window two
+    of them may give the same details different numbers, or one number to the details before and after a
+    change."""
+    snapshot = _snapshots.get(environment_id)
+    if snapshot is None:  # nothing shown yet in this process: its first ranking reads every detail
+        return 0
+    if snapshot.details_at != _details_window():
+        leaderboard(environment_id)
+        snapshot = _snapshots[environment_id]
+    return snapshot.details_changed_in
 
 
 @dataclass(frozen=True)

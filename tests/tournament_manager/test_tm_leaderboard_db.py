@@ -275,7 +275,8 @@ def test_names_owners_versions_and_pauses_are_re_read_alone_and_only_their_rows_
     newcomer = make_competitor("newcomer")  # rated after the fit: a row the fit has not seen
     play(ladder["mid"], newcomer, [W1, W1])
     rate_pending_duels(hidden_env.pk)
-    monkeypatch.setattr(board, "DETAILS_SECONDS", 3600.0)
+    window = [1]
+    monkeypatch.setattr(board, "_details_window", lambda: window[0])
     before = {r.competitor_id: r for r in leaderboard(hidden_env)}
 
     set_competitor_status(ladder["mid"].pk, Competitor.Status.PAUSED, "too many errors")  # a pause
@@ -285,7 +286,7 @@ def test_names_owners_versions_and_pauses_are_re_read_alone_and_only_their_rows_
     add_revision(ladder["twin"])  # a new playing version
     assert leaderboard(hidden_env) == list(before.values())  # within the window: not read yet
 
-    monkeypatch.setattr(board, "DETAILS_SECONDS", 0.0)  # a new window on every call
+    window[0] = 2  # the next window
     with CaptureQueriesContext(connection) as queries:
         after = leaderboard(hidden_env)
     assert after == build_leaderboard(hidden_env.pk)
@@ -304,6 +305,7 @@ def test_names_owners_versions_and_pauses_are_re_read_alone_and_only_their_rows_
     for rating_column in ('"mu"', '"sigma"', '"skill"', '"matches"', '"updated_at"', '"last_played_at"'):
         assert rating_column not in select
 
+    window[0] = 3
     with django_assert_num_queries(2):  # nothing changed since: the same objects again
         again = leaderboard(hidden_env)
     assert all(a is b for a, b in zip(again, after, strict=True))
@@ -326,3 +328,31 @@ def test_a_new_competitor_and_a_vanished_one_show_with_the_details_refresh(
     rows = leaderboard(hidden_env)
     assert rows == build_leaderboard(hidden_env.pk)
     assert {r.competitor for r in rows} == {"strong", "mid", "weak", "newcomer"}
+
+
+def test_the_api_shows_a_rename_in_the_next_window_under_a_new_etag(hidden_env, ladder, client, monkeypatch):
+    """A rename changes no rating: the leaderboard API's version carries the window in which the process saw
+    the details change, so the next window's answer has the new name under a new ETag, and only the renamed
+    row is serialized again."""
+    from core.models import Competitor
+    from tournament_manager import leaderboard as board
+    from web.api import leaderboard as api
+
+    tie_fit.refresh(hidden_env.pk)
+    window = [1]
+    monkeypatch.setattr(board, "_details_window", lambda: window[0])
+    url = f"/api/environments/{hidden_env.slug}/leaderboard/"
+    first = client.get(url)
+    etag, serialized = first["ETag"], dict(api._reflected[hidden_env.pk].by_competitor)
+    Competitor.objects.filter(pk=ladder["mid"].pk).update(name="middle")
+    assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 304  # within the window: not read yet
+    window[0] = 2
+    renamed = client.get(url, HTTP_IF_NONE_MATCH=etag)
+    assert renamed.status_code == 200 and renamed["ETag"] != etag
+    names = [r["competitor"] for r in renamed.json()["results"]]
+    assert "middle" in names and "mid" not in names
+    after = api._reflected[hidden_env.pk].by_competitor
+    again_serialized = {cid for cid, (_, data) in after.items() if data is not serialized[cid][1]}
+    assert again_serialized == {ladder["mid"].pk}
+    window[0] = 3  # nothing changed since: the same version, a 304
+    assert client.get(url, HTTP_IF_NONE_MATCH=renamed["ETag"]).status_code == 304

@@ -7,9 +7,9 @@
   run and the tie fit raise; ``web.page_cache.game_version``). Each page's JSON bytes are cached per
   (version, page, host); every page of a version is sliced from the process's serialized ranking, which a
   rating change patches rather than rebuilds. Entries live ``WEB_PAGE_CACHE_SECONDS``. What changes
-  without a rating (a name, an owner's name, a playing version, a pause: the snapshot re-reads them once
-  a minute) reaches these pages with the next ratings version, not before: the version, the ``ETag`` and
-  the serialized ranking are the ratings'.
+  without a rating (a name, an owner's name, a playing version, a pause) the ranking re-reads once a
+  minute; the version then carries the minute it changed in (``details_version``), so pages, ``ETag``
+  and the serialized rows follow within a minute (only the changed rows serialized again).
 - Stampedes: in each process one request at a time reflects a new version (``serialized_rows``: only the
   rows the ranking's snapshot changed are serialized again); concurrent ones serve the previous version's
   rows (their own ``version`` and ``ETag``, ``max-age=1``, not cached as the new version's page) or, in a
@@ -17,8 +17,9 @@
 - HTTP: a strong ``ETag`` per (version, page); ``If-None-Match`` gets a 304 before any cache lookup;
   ``Cache-Control: public, max-age=WEB_PUBLIC_MAX_AGE`` (nginx's micro-cache keeps it that long).
 
-A request costs 1 SQL query on a cache hit (the version; the ranking's 2 more when it is rebuilt), whatever
-the number of competitors and matches.
+A request costs 1 SQL query on a cache hit (the version; the ranking's 2 more when it is rebuilt, and in
+the first request of each minute, which re-reads the details), whatever the number of competitors and
+matches.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.models import Environment
-from tournament_manager.leaderboard import LeaderboardRow
+from tournament_manager.leaderboard import LeaderboardRow, details_version
 from web import page_cache, queries
 from web.api import serializers as s
 from web.api.renderers import RENDERERS
@@ -157,9 +158,15 @@ def _plain_json(request: HttpRequest) -> bool:
 
 
 def ratings_version(slug: str) -> tuple[int, str] | None:
-    """``(environment id, version string)`` of an active game, in one query; None if there is no such game."""
+    """``(environment id, version string)`` of an active game, None if there is no such game: the ratings'
+    version (one query), then the details the process's ranking shows (``details_version``: no query but
+    once a minute, when it re-reads them)."""
     found = game_version(slug)
-    return None if found is None else (found[0], f"{found[0]}-{found[1] or 0}")
+    if found is None:
+        return None
+    version = f"{found[0]}-{found[1] or 0}"
+    details = details_version(found[0])
+    return found[0], f"{version}-{details}" if details else version
 
 
 @dataclass(frozen=True)
