@@ -141,6 +141,10 @@ class Channel:
                         if newline >= 0:
                             break
                 remaining = deadline - time.monotonic()
+        return self._take_line(buffer, newline, max_bytes)
+
+    def _take_line(self, buffer: bytearray, newline: int, max_bytes: int) -> dict[str, Any]:
+        """Remove the line ending at ``newline`` from ``buffer`` and decode it (at most ``max_bytes``)."""
         line = bytes(buffer[:newline])
         del buffer[: newline + 1]
         if len(line) > max_bytes:

@@ -129,11 +129,7 @@ class DirectChannel(Channel):
             if self._closed or self.handle is None:
                 raise ChannelClosed("the agent closed the channel (exited or crashed)")
             raise ChannelTimeout(f"no complete reply within {timeout:g} s")  # nothing was asked
-        line = bytes(buffer[:newline])
-        del buffer[: newline + 1]
-        if len(line) > max_bytes:
-            raise ChannelOverflow(f"reply longer than {max_bytes} bytes")
-        return self._decode(line)
+        return self._take_line(buffer, newline, max_bytes)
 
     def wait_closed(self, timeout: float, max_bytes: int = 65536) -> bool:
         return self._closed or self.handle is None
