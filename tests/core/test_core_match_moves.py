@@ -5,7 +5,6 @@ and a Match row reads and writes the lists through it."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,25 +13,11 @@ from django.db import connection
 from core.match_moves import EMPTY, VERSION, MovesFormatError, pack, unpack
 from core.models import Match
 from environments.registry import all_slugs
-from run_duel.referee import play_duel
-from run_duel.sandbox.base import LaunchSpec, Limits
-from run_duel.sandbox.inprocess import InProcessSandbox
-
-RANDOM_PLAYER = Path(__file__).resolve().parents[2] / "example_players" / "random"
+from tests.real_duels import random_duel_json
 
 
 def _real_matches(slug: str, matches: int = 2) -> list[dict[str, Any]]:
-    spec = LaunchSpec(str(RANDOM_PLAYER))
-    duel = play_duel(
-        slug,
-        InProcessSandbox(),
-        spec,
-        spec,
-        matches=matches,
-        limits=Limits(move_timeout=5.0, init_timeout=30.0),
-        pin_cpus=False,
-    )
-    return json.loads(json.dumps(duel))["matches"]  # as it crosses the wire
+    return random_duel_json(slug, matches)["matches"]
 
 
 @pytest.mark.parametrize("slug", all_slugs())

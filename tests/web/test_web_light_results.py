@@ -7,7 +7,6 @@ stored as before: every state, and the actions and move times as the ``jsonb`` c
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,32 +20,20 @@ from core.match_moves import pack, unpack
 from core.match_states import compact, recorded
 from core.models import Duel, Match
 from run_duel.duel_result import validate_duel_json
-from run_duel.referee import play_duel
-from run_duel.sandbox.base import LaunchSpec, Limits
-from run_duel.sandbox.inprocess import InProcessSandbox
+from tests.real_duels import random_duel_json
 from tests.web import factories
 
 pytestmark = pytest.mark.django_db
 
-RANDOM_PLAYER = Path(__file__).resolve().parents[2] / "example_players" / "random"
 GAMES = ["connect-four", "tic-tac-toe", "quarto", "leduc-holdem", "goofspiel"]
 
 
 def _real_duel_json(slug: str, matches: int = 4) -> dict[str, Any]:
     """A duel JSON played by the real referee (random players, in-process harness), as it crosses the
     wire (plain JSON)."""
-    spec = LaunchSpec(str(RANDOM_PLAYER))
-    duel = play_duel(
-        slug,
-        InProcessSandbox(),
-        spec,
-        spec,
-        matches=matches,
-        limits=Limits(move_timeout=5.0, init_timeout=30.0),
-        pin_cpus=False,
-    )
+    duel = random_duel_json(slug, matches)
     validate_duel_json(duel)
-    return json.loads(json.dumps(duel))
+    return duel
 
 
 def _queued(a, b) -> Duel:
