@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core.actions.competitors import pause_erring_players
 from core.actions.errors import ActionError
-from core.actions.jobs import Claim, claim_job, database_time, fail_job, lock_claimed, requeue_failed_job
+from core.actions.jobs import LOCKED_AT, Claim, claim_job, fail_job, lock_claimed, requeue_failed_job
 from core.actions.pair_records import count_duel_result
 from core.match_moves import pack
 from core.match_states import compact
@@ -108,6 +108,13 @@ def _match_row(duel: Duel, index: int, m: dict[str, Any]) -> Match:
     )
 
 
+#: The Duel columns :func:`record_duel_result` writes.
+_RESULT_FIELDS = [
+    *("state", "result", "error_msg", "num_matches", "player_1_wins", "player_2_wins", "draws"),
+    *("player_1_errors", "player_2_errors", "other_errors", "player_1_score", "player_2_score"),
+    *("stop_rule", "planned_matches", "stopped_early", "player_1_log", "player_2_log"),
+    *("finished_at", "lease_expires_at"),
+]
 _MATCH_FIELDS = ["result", "error_kind", "error_msg", "first_player", "player_1_score", "player_2_score"]
 
 
@@ -138,11 +145,11 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         raise ValueError(f"duel {claim.job_id}: bad result {duel_json.get('result')!r}")
     log_cap = settings.PLAYER_LOG_MAX_CHARS
     with transaction.atomic():
-        duel = lock_claimed(Duel, claim, states=ACCEPTS_RESULT)
+        duel = lock_claimed(Duel, claim, states=ACCEPTS_RESULT, with_time=True)
         if duel is None:
             return False
         was_failed = duel.state == Duel.State.FAILED
-        now = database_time()
+        now = getattr(duel, LOCKED_AT)
         matches = [_match_row(duel, i, m) for i, m in enumerate(duel_json.get("matches") or [])]
         duel.state = Duel.State.FINISHED
         duel.result = duel_json["result"]
@@ -166,7 +173,7 @@ def record_duel_result(claim: Claim, duel_json: dict[str, Any]) -> bool:
         duel.player_2_log = (duel_json.get("player_2_log") or "")[-log_cap:]
         duel.finished_at = now
         duel.lease_expires_at = None
-        duel.save()
+        duel.save(update_fields=_RESULT_FIELDS)  # the columns a result sets, not the other 20
         Match.objects.filter(duel=duel).delete()  # the rows shown while it ran, if any
         _insert_matches(matches)
         count_duel_result(duel)  # per-pair counts for the tie fit and head to head

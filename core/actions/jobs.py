@@ -164,17 +164,33 @@ def extend_lease(model: type[FencedWork], claim: Claim, lease_s: float | None = 
     return updated == 1
 
 
-def lock_claimed(model: type[J], claim: Claim, *, states: tuple[str, ...] | None = None) -> J | None:
+#: The attribute :func:`lock_claimed` sets with ``with_time``: the database's time when the row was locked.
+LOCKED_AT = "locked_at"
+
+
+def lock_claimed(
+    model: type[J], claim: Claim, *, states: tuple[str, ...] | None = None, with_time: bool = False
+) -> J | None:
     """Lock job ``claim.job_id`` (inside the caller's transaction) if ``claim`` still holds it: same
     generation, and in one of ``states`` (default: waiting or running). ``None`` means the write is
-    refused: the job is over, or another worker claimed it since."""
+    refused: the job is over, or another worker claimed it since.
+
+    ``with_time``: the row comes with ``locked_at`` (:data:`LOCKED_AT`), the database's time read by the
+    same statement (PostgreSQL: the locking statement's start, ``Now()``; SQLite: :func:`database_time`),
+    for the timestamps an outcome stores without a round trip of its own."""
     states = states or (model.queued_state, model.running_state)
-    return (
+    rows = (
         model.objects.select_for_update()
         .filter(pk=claim.job_id, generation=claim.generation)
         .filter(_state_q(model, *states))
-        .first()
     )
+    postgres = connection.vendor == "postgresql"
+    if with_time and postgres:
+        rows = rows.annotate(**{LOCKED_AT: Now()})
+    job = rows.first()
+    if job is not None and with_time and not postgres:
+        setattr(job, LOCKED_AT, database_time())  # SQLite: this process's clock, as database_time says
+    return job
 
 
 def lock_expired(model: type[J], job_id: int) -> J | None:

@@ -1,8 +1,9 @@
 """Per-pair match counts (``core.models.PairRecord``), added as each duel result is recorded.
 
 ``count_duel_result`` runs inside ``record_duel_result``'s transaction: one upsert that adds the duel's
-match counts to its pair's row (``INSERT ... ON CONFLICT DO UPDATE``, atomic under concurrent results for
-the same pair; PostgreSQL and SQLite). ``rebuild_pair_records`` recomputes every row from the finished
+match counts to its pair's row (``INSERT ... SELECT ... ON CONFLICT DO UPDATE``: the competitors read
+from the revisions by the same statement; atomic under concurrent results for the same pair; PostgreSQL
+and SQLite). ``rebuild_pair_records`` recomputes every row from the finished
 duels (the backfill, and the repair after duels were deleted by hand).
 """
 
@@ -18,37 +19,45 @@ RATED_KINDS = (Duel.Kind.LADDER, Duel.Kind.TOURNAMENT)
 _COUNTERS = ("duels", "low_wins", "high_wins", "draws", "low_errors", "high_errors")
 
 
-def pair_row(c1: int, c2: int, duel: Duel) -> tuple[int, int, list[int]]:
-    """``(low, high, counters)`` of a finished duel between competitors ``c1`` (player 1) and ``c2``."""
-    p1 = [duel.player_1_wins, duel.player_1_errors]
-    p2 = [duel.player_2_wins, duel.player_2_errors]
-    (low, lo), (high, hi) = sorted([(c1, p1), (c2, p2)], key=lambda side: side[0])
-    return low, high, [1, lo[0], hi[0], duel.draws, lo[1], hi[1]]
-
-
-def count_duel_result(duel: Duel) -> None:
-    """Add finished ``duel``'s match counts to its pair (self-play adds nothing). Call inside the
-    transaction that stores the result, so the counts and the result commit together."""
-    sides = dict(
-        Revision.objects.filter(pk__in=[duel.revision_1_id, duel.revision_2_id]).values_list(
-            "pk", "competitor_id"
-        )
-    )
-    c1, c2 = sides[duel.revision_1_id], sides[duel.revision_2_id]
-    if c1 == c2:
-        return
-    low, high, counters = pair_row(c1, c2, duel)
+def _count_sql() -> str:
+    """The upsert of :func:`count_duel_result`: the pair's sides read from the two revisions by the same
+    statement (``INSERT ... SELECT``; no row for self-play), the duel's counters given for player 1 then
+    player 2 and swapped by the sides' order."""
     table = PairRecord._meta.db_table
     qn = connection.ops.quote_name
     columns = ["environment_id", "low_id", "high_id", "rated", *_COUNTERS]
+    first = "r1.competitor_id < r2.competitor_id"
+    low_side = f"CASE WHEN {first} THEN %s ELSE %s END"  # player 1's counter first, player 2's second
+    values = [
+        "%s",
+        f"CASE WHEN {first} THEN r1.competitor_id ELSE r2.competitor_id END",
+        f"CASE WHEN {first} THEN r2.competitor_id ELSE r1.competitor_id END",
+        "%s",
+        "1",
+        low_side,  # low_wins
+        low_side,  # high_wins (given as player 2's, player 1's)
+        "%s",  # draws
+        low_side,  # low_errors
+        low_side,  # high_errors
+    ]
     updates = ", ".join(f"{qn(c)} = {qn(table)}.{qn(c)} + excluded.{qn(c)}" for c in _COUNTERS)
-    sql = (
+    revisions = qn(Revision._meta.db_table)
+    return (
         f"INSERT INTO {qn(table)} ({', '.join(qn(c) for c in columns)}) "  # noqa: S608 - fixed identifiers
-        f"VALUES ({', '.join(['%s'] * len(columns))}) "
+        f"SELECT {', '.join(values)} FROM {revisions} r1, {revisions} r2 "
+        "WHERE r1.id = %s AND r2.id = %s AND r1.competitor_id <> r2.competitor_id "
         f"ON CONFLICT ({qn('low_id')}, {qn('high_id')}, {qn('rated')}) DO UPDATE SET {updates}"
     )
+
+
+def count_duel_result(duel: Duel) -> None:
+    """Add finished ``duel``'s match counts to its pair (self-play adds nothing): one statement, which
+    reads the two revisions' competitors itself. Call inside the transaction that stores the result, so
+    the counts and the result commit together."""
+    w1, w2, e1, e2 = duel.player_1_wins, duel.player_2_wins, duel.player_1_errors, duel.player_2_errors
+    params = [duel.environment_id, duel.kind in RATED_KINDS, w1, w2, w2, w1, duel.draws, e1, e2, e2, e1]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [duel.environment_id, low, high, duel.kind in RATED_KINDS, *counters])
+        cursor.execute(_count_sql(), [*params, duel.revision_1_id, duel.revision_2_id])
 
 
 #: Every finished duel between two different competitors, summed per pair and kind (PostgreSQL and SQLite;
