@@ -38,6 +38,11 @@ app.conf.update(
     # health monitor step and the hint kept across database errors (core/worker.py).
     imports=("core.worker",),
 )
+# Celery's Django fix-up closes every database connection before and after each task unless this (old-style)
+# setting is given; with it the fix-up leaves them to core/worker.py's handlers, which close them as Django
+# closes a request's (DATABASE_CONN_MAX_AGE, health checks), so a worker keeps its connection across tasks.
+# Read once, by the fix-up, when a worker starts.
+app.conf.update(CELERY_DB_REUSE_MAX=2**62)
 # Task modules of every package that has one; a package without ``tasks.py`` (yet) is skipped.
 app.autodiscover_tasks(["core", "builder", "duel_runner", "tournament_manager", "publisher", "ops"])
 # The agent image collector's periodic task (duel_runner/image_gc.py).

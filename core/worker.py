@@ -11,6 +11,11 @@ every other process that imports ``core`` never load it, nor the job runner behi
   outcomes spooled on this host while the database was unreachable (:func:`core.jobs.runner.flush_spool`).
 - :func:`resend_after_database_error`, connected to Celery's ``task_failure``: a database error never
   drops a hint.
+- :func:`close_old_connections_around_task`, connected to Celery's ``task_prerun`` and ``task_postrun``: a
+  worker's database connection lives as a web request's does (``DATABASE_CONN_MAX_AGE``, closed when
+  broken or past its age; ``CONN_HEALTH_CHECKS`` before its first use in a task) instead of being closed
+  after every task by Celery's Django fix-up (``core.celery`` turns that off): a connection per task cost
+  PostgreSQL a backend start per result.
 - :func:`limit_idle_transactions`, connected to Django's ``connection_created``: PostgreSQL ends a worker
   session that sits inside an open transaction for ``WORKER_DB_IDLE_TRANSACTION_TIMEOUT_S``, so a worker
   frozen while it holds a job's row lock (a stopped VM, SIGSTOP, a GC pause) gives the lock back and the
@@ -25,9 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import bootsteps
-from celery.signals import task_failure
+from celery.signals import task_failure, task_postrun, task_prerun
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
 from django.db.backends.signals import connection_created
 
 from core.actions.workers import report_worker_status
@@ -178,6 +183,21 @@ def resend_after_database_error(task_name: str, args: Any, exc: BaseException) -
     )
     send_task(task_name, *args, countdown=delay)
     return True
+
+
+def close_old_connections_around_task(sender: Any = None, **kwargs: Any) -> None:
+    """Before and after each task: close the connections that are broken or older than
+    ``DATABASE_CONN_MAX_AGE`` (0: every one, as Celery's fix-up did), keep the others (Django's
+    ``close_old_connections``, what it does around a web request). An eager task runs inside its caller's
+    request or test: left alone."""
+    request = getattr(sender, "request", None)
+    if getattr(request, "is_eager", False):
+        return
+    close_old_connections()
+
+
+task_prerun.connect(close_old_connections_around_task, dispatch_uid="rl-arena-worker-db-prerun")
+task_postrun.connect(close_old_connections_around_task, dispatch_uid="rl-arena-worker-db-postrun")
 
 
 def limit_idle_transactions(sender: Any = None, **kwargs: Any) -> None:
