@@ -7,8 +7,11 @@
 What runs is what a fleet runs, against PostgreSQL and Redis:
 
 - ``--workers`` simulated worker processes (each its own process and database connection, kept for
-  ``--conn-max-age`` seconds as Celery's Django fix-up does, by default ``example.env``'s value; opened
-  and closed per duel with ``--conn-max-age 0``) take duel ids from a Redis list and run each through the
+  ``--conn-max-age`` seconds as a Celery worker keeps it (``core.worker``: Django's
+  ``close_old_connections`` around each task), by default ``example.env``'s value; opened and closed per
+  duel with ``--conn-max-age 0``, which is what every Celery worker did whatever the setting until
+  Celery's Django fix-up was told to leave connections alone, ``core.celery``) take duel ids from a Redis
+  list and run each through the
   real job runner
   (``core.jobs.runner.run_job``) with the duel job kind of :func:`duel_job`, whose work returns a finished
   duel JSON instead of playing: the fenced claim (``core.actions.claim_duel``), the heartbeat thread,
@@ -1189,6 +1192,12 @@ def report(
         f"    rating Celery worker (process tree): {per * rater_cpu:6.2f} (main process, taking messages "
         f"from Redis: {per * main:.2f}; pool processes running the tasks: {per * (rater_cpu - main):.2f})"
     )
+    control_ms = per * (pg_own_workers + pg_own_raters + counters.get("redis_cpu_s", 0.0) + rater_cpu)
+    print(
+        f"  control plane (the bench's PostgreSQL backends + the rating worker + Redis): {control_ms:.2f} ms "
+        f"of CPU per result, so at most {1000 / max(control_ms, 1e-9):.0f} results/s per core of its host "
+        f"(results/s above also pays the simulated workers' {per * worker_cpu:.2f} ms on the same cores)"
+    )
     for line in disk_lines(disk, n, args.games * args.competitors):
         print(line)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in load)}")
@@ -1206,6 +1215,7 @@ def report(
                     "worker_phases": worker_phases,
                     "rater_phases": rater_phases,
                     "rater_counters": counters,
+                    "control_plane_ms_per_result": control_ms,
                     "cpu": {
                         "postgres_all": pg_cpu,
                         "postgres_workers": pg_own_workers,
