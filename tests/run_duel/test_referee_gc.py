@@ -1,5 +1,7 @@
 """The referee raises the garbage collector's generation-0 threshold while a duel plays and puts back
-exactly what was there afterwards, whatever happens; a disabled or less eager collector is left alone."""
+exactly what was there afterwards, whatever happens; a disabled or less eager collector is left alone.
+What each match leaves is frozen (out of the collector's walks) until the duel ends, unless the process
+froze objects itself."""
 
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ LIMITS = Limits(move_timeout=5.0, init_timeout=10.0)
 @pytest.fixture
 def threshold():
     saved = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
     yield
     gc.set_threshold(*saved)
+    gc.unfreeze()
+    gc.enable()
 
 
 def duel(on_match=None) -> dict:
@@ -92,3 +97,69 @@ def test_a_threshold_changed_meanwhile_is_kept(threshold):
     with _fewer_collections():
         gc.set_threshold(1234, 10, 10)
     assert gc.get_threshold() == (1234, 10, 10)
+
+
+def test_each_match_frozen_while_playing_then_unfrozen(threshold):
+    gc.set_threshold(700, 10, 10)
+    frozen = []
+    result = duel(on_match=lambda index, match: frozen.append(gc.get_freeze_count()))
+    assert result["num_matches"] == 2 and result["result"] != "ERROR"
+    assert all(count > 0 for count in frozen)
+    assert gc.get_freeze_count() == 0
+
+
+def test_unfrozen_when_the_duel_raises(threshold):
+    gc.set_threshold(700, 10, 10)
+
+    def fail(index, match):
+        assert gc.get_freeze_count() > 0
+        raise RuntimeError("a callback failed")
+
+    with pytest.raises(RuntimeError):
+        duel(on_match=fail)
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_process_that_froze_objects_itself_is_left_alone(threshold):
+    gc.set_threshold(700, 10, 10)
+    gc.freeze()
+    before = gc.get_freeze_count()
+    frozen = []
+    duel(on_match=lambda index, match: frozen.append(gc.get_freeze_count()))
+    assert frozen == [before] * 2
+    assert gc.get_freeze_count() == before
+
+
+@pytest.mark.parametrize("value", [(0, 10, 10), (PLAY_GC_THRESHOLD * 2, 10, 10), None])
+def test_nothing_frozen_when_the_collector_is_left_alone(threshold, value):
+    if value is None:
+        gc.set_threshold(700, 10, 10)
+        gc.disable()
+    else:
+        gc.set_threshold(*value)
+    frozen = []
+    duel(on_match=lambda index, match: frozen.append(gc.get_freeze_count()))
+    assert frozen == [0, 0]
+    assert gc.get_freeze_count() == 0
+
+
+def test_overlapping_duels_each_unfreeze_at_their_end(threshold):
+    gc.set_threshold(700, 10, 10)
+    first_in, release = threading.Event(), threading.Event()
+
+    def first():
+        with _fewer_collections() as settle:
+            settle()
+            first_in.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert first_in.wait(10)
+    with _fewer_collections() as settle:
+        assert gc.get_freeze_count() > 0
+        settle()
+    assert gc.get_freeze_count() == 0  # the second duel's end unfreezes; the first freezes again later
+    release.set()
+    thread.join(10)
+    assert gc.get_freeze_count() == 0
