@@ -38,7 +38,7 @@ import contextlib
 import logging
 import os
 import signal
-import time
+from time import perf_counter_ns
 from typing import Any
 
 from run_duel.channel import ChannelError, ChannelTimeout
@@ -95,6 +95,10 @@ def json_preview(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+#: A reading of an agent's clock as the kernel gave it (``_AgentClock.sample``: its two files' bytes).
+_ClockSample = tuple[bytes | None, bytes]
+
+
 class _AgentClock:
     """Reads, through open files, the CPU seconds of the agent's cgroup and the seconds its harness's
     main thread spent runnable but not running (``/proc/<pid>/schedstat``, second field)."""
@@ -118,14 +122,37 @@ class _AgentClock:
             return None
         return cls(cpu, fd)
 
+    def sample(self) -> _ClockSample | None:
+        """The clock now, as read: both files' bytes, parsed by ``since`` only if a reply is late (the
+        seat samples before every reply). ``None`` once gone."""
+        cpu = self._cpu.raw()
+        try:
+            return cpu, os.pread(self._fd, 256, 0)
+        except OSError:
+            return None
+
     def read(self) -> tuple[float, float] | None:
         """(CPU seconds of the agent, run-queue seconds of its harness) so far; ``None`` once gone."""
-        cpu = self._cpu.seconds()
-        try:
-            waited = int(os.pread(self._fd, 256, 0).split()[1]) / 1e9
-        except (OSError, ValueError, IndexError):
+        return self._parse(self.sample())
+
+    def _parse(self, sample: _ClockSample | None) -> tuple[float, float] | None:
+        if sample is None:
             return None
-        return None if cpu is None else (cpu, waited)
+        cpu = self._cpu.parse(sample[0])
+        if cpu is None:
+            return None
+        try:
+            return cpu, int(sample[1].split()[1]) / 1e9
+        except (ValueError, IndexError):
+            return None
+
+    def since(self, start: _ClockSample) -> tuple[float, float] | None:
+        """(CPU seconds, run-queue seconds) from the sample ``start`` to now; ``None`` if either reading
+        is missing (the agent is gone)."""
+        before, now = self._parse(start), self.read()
+        if before is None or now is None:
+            return None
+        return now[0] - before[0], now[1] - before[1]
 
     def close(self) -> None:
         self._cpu.close()
@@ -167,6 +194,7 @@ class Seat:
         self.fatal: PlayerFault | None = None  # every remaining match is charged with this
         self.started = False  # got "start" in the current match
         self.bank = self.limits.time_bank_s  # seconds left in this match's time bank
+        self._bank_sent = round(self.bank, 3)  # as the messages say it (changes only when drawn from)
         self._clock: _AgentClock | None = None
 
     def _close_clock(self) -> None:
@@ -263,22 +291,22 @@ class Seat:
 
     # -- protocol ------------------------------------------------------------------------------------
 
-    def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """Send ``message``, thaw, read the reply within the move deadline, freeze. Returns the reply and
-        the seconds from sending to the reply. Raises ``ChannelError`` (the agent is left thawed: what
+        the nanoseconds from sending to the reply. Raises ``ChannelError`` (the agent is left thawed: what
         happens next, a kill or a look at how it ended, needs it running).
 
         The message is written while the agent is still frozen and the agent thawed right after (at once
         if the write has to wait for the agent to read): thawed, it finds the message waiting instead of
         being woken twice (once by the thaw, once by the message). Its clock is read before the thaw
-        (frozen, it cannot have moved)."""
+        (frozen, it cannot have moved); the readings are parsed only if the reply is late."""
         proc = self.proc
         assert proc is not None
         limits = self.limits
         clock = self._clock
-        start = clock.read() if clock is not None else None
+        start = clock.sample() if clock is not None else None
         channel = proc.channel
-        t0 = time.perf_counter()
+        t0 = perf_counter_ns()
         try:
             channel.send(message, limits.move_timeout, proc.thaw)
         finally:
@@ -287,24 +315,25 @@ class Seat:
             reply = channel.recv(limits.move_timeout + self.bank, limits.max_message_bytes)
         except ChannelTimeout as exc:
             reply = self._receive(t0, start, late=exc)
-        elapsed = time.perf_counter() - t0
+        elapsed_ns = perf_counter_ns() - t0
         proc.freeze()
-        if elapsed > limits.move_timeout and self.bank > 0:
-            self._draw_bank(elapsed, start)
-        return reply, elapsed
+        if elapsed_ns > limits.move_timeout * 1e9 and self.bank > 0:
+            self._draw_bank(elapsed_ns / 1e9, start)
+        return reply, elapsed_ns
 
-    def _draw_bank(self, elapsed: float, start: tuple[float, float] | None) -> None:
+    def _draw_bank(self, elapsed: float, start: _ClockSample | None) -> None:
         """Take a slow reply's excess over ``move_timeout`` from the time bank, on the clock the deadline
         uses: the agent's own time, the larger of its wall time less its run-queue wait and its CPU
         seconds (plain wall time where the agent's clock cannot be read)."""
         own = elapsed
-        now = self._clock.read() if self._clock is not None and start is not None else None
-        if now is not None and start is not None:
-            own = max(elapsed - (now[1] - start[1]), now[0] - start[0])
+        used = self._clock.since(start) if self._clock is not None and start is not None else None
+        if used is not None:
+            own = max(elapsed - used[1], used[0])
         self.bank = max(0.0, self.bank - max(0.0, own - self.limits.move_timeout))
+        self._bank_sent = round(self.bank, 3)
 
     def _receive(
-        self, t0: float, start: tuple[float, float] | None, late: ChannelTimeout | None = None
+        self, t0: int, start: _ClockSample | None, late: ChannelTimeout | None = None
     ) -> dict[str, Any]:
         """The reply, within the move limit plus the time the machine kept the agent from running.
 
@@ -314,7 +343,8 @@ class Seat:
         wait (at most to ``MAX_WALL_FACTOR`` times the limit): a loaded host is not the agent's fault. An
         agent that sleeps, or burns its own CPU budget (other threads or processes included), gets
         nothing more. The limit is ``move_timeout`` plus what is left in the match's time bank.
-        ``late``: how a first read with that limit already timed out (``_exchange`` reads once itself)."""
+        ``late``: how a first read with that limit already timed out (``_exchange`` reads once itself);
+        ``t0``: ``perf_counter_ns()`` when the message was sent."""
         proc = self.proc
         assert proc is not None
         limits = self.limits
@@ -326,11 +356,11 @@ class Seat:
                     raise first
                 return proc.channel.recv(timeout, limits.max_message_bytes)
             except ChannelTimeout:
-                now = self._clock.read() if self._clock is not None and start is not None else None
-                if now is None or start is None:
+                used = self._clock.since(start) if self._clock is not None and start is not None else None
+                if used is None:
                     raise
-                elapsed = time.perf_counter() - t0
-                cpu, waited = now[0] - start[0], now[1] - start[1]
+                elapsed = (perf_counter_ns() - t0) / 1e9
+                cpu, waited = used
                 budget = min(limit + waited, MAX_WALL_FACTOR * limit)
                 timeout = budget - elapsed
                 if cpu >= limit or timeout <= 0.001:
@@ -348,27 +378,29 @@ class Seat:
 
     def move(self, observation: Any, legal: list[int], ply: int) -> tuple[int, float]:
         """Ask for the action at ply ``ply`` of the match (``start`` on the seat's first move, then
-        ``step``). Returns the legal action and the seconds it took; raises ``PlayerFault``."""
+        ``step``). Returns the legal action and the seconds it took, to the microsecond (``round(s, 6)``
+        of the nanoseconds, as the duel JSON's ``move_times`` keep them); raises ``PlayerFault``."""
         if self.started:
             message = {
                 "type": "step",
                 "state": observation,
                 "valid_actions": legal,
                 "reward": 0.0,
-                "time_bank": round(self.bank, 3),
+                "time_bank": self._bank_sent,
             }
         else:
             self.bank = self.limits.time_bank_s  # a new match, a full bank
+            self._bank_sent = round(self.bank, 3)
             message = {
                 "type": "start",
                 "state": observation,
                 "valid_actions": legal,
                 "move_timeout": self.limits.move_timeout,
-                "time_bank": round(self.bank, 3),
+                "time_bank": self._bank_sent,
             }
             self.started = True
         try:
-            reply, elapsed = self._exchange(message)
+            reply, elapsed_ns = self._exchange(message)
         except ChannelError as exc:
             raise self.fault_from_channel(exc, f"at {ordinal_move(ply)}") from exc
         action = reply.get("action") if reply.get("type") == "action" else None
@@ -376,7 +408,7 @@ class Seat:
             action = as_action(action)
         if type(action) is not int or action not in legal:
             raise self._bad_reply(reply, legal, ply)
-        return action, elapsed
+        return action, (elapsed_ns + 500) // 1000 / 1e6
 
     def end(self, observation: Any, reward: float) -> PlayerFault | None:
         """Tell the agent the match is over (only if it got ``start``); the fault if it misbehaved."""

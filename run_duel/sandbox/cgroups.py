@@ -184,9 +184,18 @@ class CpuUsage:
 
     def seconds(self) -> float | None:
         """CPU seconds so far; ``None`` when the group is gone."""
+        return self.parse(self.raw())
+
+    def raw(self) -> bytes | None:
+        """The counter's file as read now (``parse`` makes it seconds); ``None`` when the group is gone."""
         try:
-            data = os.pread(self._fd, 4096, 0)
+            return os.pread(self._fd, 4096, 0)
         except OSError:
+            return None
+
+    def parse(self, data: bytes | None) -> float | None:
+        """CPU seconds of a ``raw`` reading; ``None`` for a missing one."""
+        if data is None:
             return None
         if not self.v2:
             return int(data) / 1e9 if data.strip() else None
