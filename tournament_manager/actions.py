@@ -279,7 +279,13 @@ def matchmake(
     double-book a competitor; they read the ratings as committed, without the rating rounds' lock. The
     round plans over a bounded pool (:mod:`tournament_manager.ladder_pool`): its cost follows the duels
     it plans, not the league's size or history.
+
+    A ladder already at its target (the common case after a rating round: duels finished, others
+    queued) is seen without the transaction and the lock: the count and the target are read first, and
+    read again under the lock only when there is room.
     """
+    if batch_size is None and ladder_queue_target() <= ladder_in_flight(environment_id):
+        return []  # nothing to plan; a round that finds room re-reads both under the lock
     rng = rng or random.Random()
     rater = get_environment_rater()
     created: list[Duel] = []

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db.models import Sum
 
 from core.actions.jobs import db_in
 from core.jobs.spool import disk_problem
@@ -79,5 +78,5 @@ def live_slots(queue: str | None = None) -> int:
     a report within :func:`silent_after_s` (database time), not stopped. Scheduling keeps these busy."""
     name = queue or settings.CELERY_TASK_DEFAULT_QUEUE
     rows = WorkerStatus.objects.filter(healthy=True, stopped=False, last_seen__gte=db_in(-silent_after_s()))
-    serving = [pk for pk, queues in rows.values_list("pk", "queues") if name in queues.split(",")]
-    return int(WorkerStatus.objects.filter(pk__in=serving).aggregate(n=Sum("slots"))["n"] or 0)
+    # One query: the slots of the workers whose queues include ``name``, summed here.
+    return sum(slots for queues, slots in rows.values_list("queues", "slots") if name in queues.split(","))

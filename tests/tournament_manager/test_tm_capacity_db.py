@@ -84,3 +84,26 @@ def test_a_rated_duel_plans_the_next_one_at_once(hidden_env, make_competitor, se
     assert in_flight(hidden_env) == 0
     assert tasks.rate_environment(hidden_env.pk) == 1
     assert in_flight(hidden_env) == 1  # planned by the rating, without waiting for the matchmaking timer
+
+
+def test_a_full_ladder_is_seen_without_the_round_lock(hidden_env, make_competitor, settings):
+    """After a rating round the ladder is usually at its target: matchmaking reads the count and the
+    target (one query for the workers' slots) and returns, with no transaction and no round lock."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.TM_LADDER_QUEUE_TARGET = None
+    settings.TM_LADDER_SLOT_FACTOR = 2.0
+    for _ in range(10):
+        make_competitor()
+    worker("w1@a", 1)
+    assert len(matchmake(hidden_env.pk, rng=random.Random(1))) == 2
+    with CaptureQueriesContext(connection) as queries:
+        assert matchmake(hidden_env.pk, rng=random.Random(2)) == []
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert not any(
+        "advisory" in s or 'core_environment"."is_active", "core_environment"."matches' in s for s in sql
+    ), sql
+    assert sum("core_workerstatus" in s for s in sql) == 1, sql
+    Duel.objects.filter(environment=hidden_env).update(state=Duel.State.FINISHED)
+    assert len(matchmake(hidden_env.pk, rng=random.Random(3))) == 2  # room again: planned under the lock
