@@ -331,6 +331,7 @@ def production_setup(matches_per_duel: int, cost: DuelCost) -> LadderSetup:
         tie_margin=float(settings.TM_TIE_MARGIN),
         pair_matches=int(settings.TM_PAIR_MATCHES),
         near=int(settings.TM_NEIGHBOURS),
+        open_matches=int(settings.TM_OPEN_PAIR_MATCHES),
     )
 
 

@@ -455,6 +455,9 @@ TM_TIE_MARGIN = env_float("TM_TIE_MARGIN", 0.2, minimum=0.0)
 # places apart in its order are settled only after that many matches head to head (0: equal weights, no
 # such requirement).
 TM_PAIR_MATCHES = env_int("TM_PAIR_MATCHES", 20, minimum=0)
+# A near pair whose order the fit does not know yet (neither settled nor a tie) is replayed past
+# TM_PAIR_MATCHES up to this many results (0: never; tournament_manager/settled.open_pairs).
+TM_OPEN_PAIR_MATCHES = env_int("TM_OPEN_PAIR_MATCHES", 120, minimum=0)
 TM_DAILY_DUELS = env_int("TM_DAILY_DUELS", 200, minimum=0)
 # The leaderboard marks a rating "provisional" while its sigma is above this (tournament_manager/leaderboard).
 TM_PROVISIONAL_SIGMA = env_float("TM_PROVISIONAL_SIGMA", 2.0, minimum=0.0)

@@ -34,7 +34,14 @@ import numpy as np
 from tournament_manager.duel_plan import DuelCost
 from tournament_manager.matchmaking import Candidate, PlannedDuel
 from tournament_manager.rating import Rater, Skill
-from tournament_manager.settled import NEAR, PAIR_MATCHES, TIE_MARGIN, PairFit, fit_table
+from tournament_manager.settled import (
+    NEAR,
+    OPEN_PAIR_MATCHES,
+    PAIR_MATCHES,
+    TIE_MARGIN,
+    PairFit,
+    fit_table,
+)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 DAY_S = 86_400.0
@@ -77,6 +84,7 @@ class LadderSetup:
     tie_margin: float = TIE_MARGIN
     pair_matches: int = PAIR_MATCHES
     near: int = NEAR
+    open_matches: int = OPEN_PAIR_MATCHES
     #: Duels that stop when decided: a new sequential test per duel (``run_duel.stopping.SequentialTest``
     #: or anything with ``add_pair`` and ``decided``); None: every duel plays all its matches.
     stop_test: Callable[[], Stopper] | None = None
@@ -171,6 +179,7 @@ class LadderSimulation:
             keep_replicates=keep_replicates,
             pair_matches=self.setup.pair_matches,
             near=self.setup.near,
+            open_matches=self.setup.open_matches,
         )
 
     def _refit(self) -> None:

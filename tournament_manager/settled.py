@@ -15,7 +15,9 @@ and the pair is not one of the **near pairs still to play** (:func:`needs_play`)
 to head. The fit counts each pair as at most that many results, so the estimand is the round robin's, and
 in a game whose strategies cycle no model replaces the results of pairs close in the order. Nothing else
 settles a pair: never TrueSkill's sigma. Matchmaking does not replay settled pairs and plays the near
-pairs still to play, so a league whose neighbours are all settled rests.
+pairs still to play, so a league whose neighbours are all settled rests. A pair with ``TM_PAIR_MATCHES``
+results is **full** (not replayed) unless it is a near pair whose order is still **open** (neither
+settled nor a tie): that one is replayed up to ``TM_OPEN_PAIR_MATCHES`` results (:func:`open_pairs`).
 
 **Intervals that own up to the model's misfit.** A one-number model is wrong where a game is not a
 Bradley-Terry game (outcomes that saturate, strategies that cycle), and then a ladder's estimate, which
@@ -51,6 +53,9 @@ TIE_MARGIN = 0.2
 PAIR_MATCHES = 20
 #: Default neighbourhood (places apart in the fit's order) whose pairs must be played: ``TM_NEIGHBOURS``.
 NEAR = 5
+#: Default ``TM_OPEN_PAIR_MATCHES``: a near pair whose order the fit does not know yet (neither settled
+#: nor a tie) is replayed past ``PAIR_MATCHES`` up to this many results (0: never past it).
+OPEN_PAIR_MATCHES = 120
 #: Up to this many competitors every pair is checked with the bootstrap replicates.
 ALL_PAIRS_MAX = 300
 #: Beyond it, pairs at most this many places apart in the fit's order.
@@ -113,37 +118,77 @@ def pair_verdicts(
     return out
 
 
+def _near_games(
+    ids: Sequence[Id], theta: np.ndarray, pairs: np.ndarray, table: np.ndarray, near: int
+) -> dict[tuple[Id, Id], float]:
+    """Pairs at most ``near`` places apart in the fit's order (``(id_a, id_b)`` in ``ids`` order) -> their
+    results head to head (0 for a pair that never played)."""
+    n = len(ids)
+    if n < 2 or near < 1:
+        return {}
+    games = {
+        (int(a), int(b)): float(g)
+        for (a, b), g in zip(np.asarray(pairs).tolist(), np.asarray(table).sum(axis=1).tolist(), strict=True)
+    }
+    order = np.argsort(-np.asarray(theta), kind="stable").tolist()
+    out = {}
+    for x in range(n):
+        for y in range(x + 1, min(n, x + 1 + near)):
+            a, b = min(order[x], order[y]), max(order[x], order[y])
+            out[(ids[a], ids[b])] = games.get((a, b), 0.0)
+    return out
+
+
 def needs_play(
     ids: Sequence[Id], theta: np.ndarray, pairs: np.ndarray, table: np.ndarray, near: int, matches: int
 ) -> frozenset[tuple[Id, Id]]:
     """Pairs at most ``near`` places apart in the fit's order with fewer than ``matches`` results head to
     head: the estimand counts every pair, and in a game whose strategies cycle no model can stand in for
     the results of a pair close in the order, so they are never settled and matchmaking plays them."""
-    n = len(ids)
-    if n < 2 or near < 1 or matches <= 0:
+    if matches <= 0:
         return frozenset()
-    games = {
-        (int(a), int(b)): float(g)
-        for (a, b), g in zip(pairs.tolist(), table.sum(axis=1).tolist(), strict=True)
-    }
-    order = np.argsort(-np.asarray(theta), kind="stable").tolist()
-    out = set()
-    for x in range(n):
-        for y in range(x + 1, min(n, x + 1 + near)):
-            a, b = min(order[x], order[y]), max(order[x], order[y])
-            if games.get((a, b), 0.0) < matches:
-                out.add((ids[a], ids[b]))
-    return frozenset(out)
+    return frozenset(p for p, g in _near_games(ids, theta, pairs, table, near).items() if g < matches)
+
+
+def open_pairs(
+    ids: Sequence[Id],
+    theta: np.ndarray,
+    pairs: np.ndarray,
+    table: np.ndarray,
+    near: int,
+    verdicts: Mapping[tuple[Id, Id], str],
+    open_matches: int,
+) -> frozenset[tuple[Id, Id]]:
+    """Near pairs (at most ``near`` places apart in the fit's order) whose order the fit does not know
+    yet, neither settled nor a tie in ``verdicts``, with fewer than ``open_matches`` results: they stay
+    worth replaying after they are full (:func:`full_pairs`). A full pair counts as ``PAIR_MATCHES``
+    results in the fit, but its share of the points is measured from all its results, so replaying it
+    still narrows the fit's intervals (its weight ``cap / games`` times its score's variance
+    ``games p (1 - p)`` is ``cap^2 p (1 - p) / games``); ``open_matches`` bounds it, so a pair that never
+    separates (a cycle, a difference at the margin) still rests."""
+    if open_matches <= 0:
+        return frozenset()
+    return frozenset(
+        p
+        for p, g in _near_games(ids, theta, pairs, table, near).items()
+        if g < open_matches and p not in verdicts and (p[1], p[0]) not in verdicts
+    )
 
 
 def full_pairs(
-    ids: Sequence[Id], pairs: np.ndarray, table: np.ndarray, matches: int
+    ids: Sequence[Id],
+    pairs: np.ndarray,
+    table: np.ndarray,
+    matches: int,
+    still_open: frozenset[tuple[Id, Id]] = frozenset(),
 ) -> frozenset[tuple[Id, Id]]:
-    """Pairs with at least ``matches`` results (0: none): the fit counts them as ``matches`` results."""
+    """Pairs with at least ``matches`` results (0: none), the fit counting them as ``matches`` results,
+    except those ``still_open`` (:func:`open_pairs`): replaying them still teaches the fit their order."""
     if matches <= 0 or not len(pairs):
         return frozenset()
     done = np.flatnonzero(np.asarray(table).sum(axis=1) >= matches)
-    return frozenset((ids[int(pairs[k, 0])], ids[int(pairs[k, 1])]) for k in done)
+    found = ((ids[int(pairs[k, 0])], ids[int(pairs[k, 1])]) for k in done)
+    return frozenset(p for p in found if p not in still_open and (p[1], p[0]) not in still_open)
 
 
 def knows_order(
@@ -252,7 +297,8 @@ class PairFit:
     scores: dict[Id, tuple[float, float, float]] = field(default_factory=dict)
     #: Near pairs that have not played enough to be settled (:func:`needs_play`).
     needs_play: frozenset[tuple[Id, Id]] = frozenset()
-    #: Pairs with ``pair_matches`` results or more: they count fully, replaying them teaches the fit nothing.
+    #: Pairs with ``pair_matches`` results or more (they count fully), but for the near pairs whose order is
+    #: still open with fewer than ``open_matches`` (:func:`open_pairs`): replaying them is not worth it.
     full: frozenset[tuple[Id, Id]] = frozenset()
     #: The near pairs' misfit dispersion (:func:`misfit_dispersion`); above 1 every interval was widened
     #: by its square root.
@@ -321,13 +367,15 @@ def fit_table(
     keep_replicates: bool = False,
     pair_matches: int = PAIR_MATCHES,
     near: int = NEAR,
+    open_matches: int = OPEN_PAIR_MATCHES,
 ) -> PairFit:
     """Fit a pair table the leaderboard's way: Bradley-Terry with every pair counting as at most
     ``pair_matches`` results (:func:`~tournament_manager.bradley_terry.pair_weights`: how often the
     schedule replayed a pair does not move the estimate), bootstrap intervals, the settled pairs
     (:func:`pair_verdicts`) and the near pairs still to play (:func:`needs_play`). ``pairs``/``table`` as
     :func:`~tournament_manager.bradley_terry.fit_pair_counts` takes them; ``pair_matches`` 0: every pair
-    that played counts the same (inverse-sampling weights) and no pair needs play."""
+    that played counts the same (inverse-sampling weights) and no pair needs play. Near pairs whose order
+    is still open are not full before ``open_matches`` results (:func:`open_pairs`)."""
     ids = list(ids)
     if not ids:
         return PairFit({}, margin=margin)
@@ -353,9 +401,11 @@ def fit_table(
     intervals = {c: (float(theta[k]), float(lower[k]), float(upper[k])) for k, c in enumerate(ids)}
     point, low, high = field_scores(theta, lower, upper, replicates)
     scores = {c: (float(point[k]), float(low[k]), float(high[k])) for k, c in enumerate(ids)}
+    verdicts = pair_verdicts(ids, theta, lower, upper, replicates, margin)
+    still_open = open_pairs(ids, theta, pairs, table, near, verdicts, open_matches)
     return PairFit(
         intervals,
-        pair_verdicts(ids, theta, lower, upper, replicates, margin),
+        verdicts,
         margin,
         len(ids) <= ALL_PAIRS_MAX,
         bt.method,
@@ -364,6 +414,6 @@ def fit_table(
         tuple(ids),
         scores,
         needs_play(ids, theta, pairs, table, near, pair_matches),
-        full_pairs(ids, pairs, table, pair_matches),
+        full_pairs(ids, pairs, table, pair_matches, still_open),
         dispersion,
     )

@@ -44,7 +44,14 @@ from django.utils import timezone
 from core.actions.ratings import mark_ratings_updated
 from core.models import Duel, Match, PairRecord
 from tournament_manager.intransitivity import Cycle, nash_population, significant_cycles
-from tournament_manager.settled import NEAR, PAIR_MATCHES, TIE_MARGIN, is_settled, knows_order
+from tournament_manager.settled import (
+    NEAR,
+    OPEN_PAIR_MATCHES,
+    PAIR_MATCHES,
+    TIE_MARGIN,
+    is_settled,
+    knows_order,
+)
 from tournament_manager.settled import fit_table as settled_fit
 
 log = logging.getLogger(__name__)
@@ -80,7 +87,8 @@ class TieFit:
     scores: dict[int, tuple[float, float, float]] = field(default_factory=dict)
     #: Near pairs still to play (:func:`tournament_manager.settled.needs_play`): never settled.
     needs_play: frozenset[tuple[int, int]] = frozenset()
-    #: Pairs with ``TM_PAIR_MATCHES`` results or more (counted fully: replaying them teaches nothing).
+    #: Pairs with ``TM_PAIR_MATCHES`` results or more (counted fully), but for near pairs whose order is
+    #: still open with fewer than ``TM_OPEN_PAIR_MATCHES`` (:func:`tournament_manager.settled.open_pairs`).
     full: frozenset[tuple[int, int]] = frozenset()
     #: Significant head-to-head cycles (:mod:`tournament_manager.intransitivity`).
     cycles: tuple[Cycle, ...] = ()
@@ -339,6 +347,7 @@ def fit_table(
         margin=tie_margin(),
         pair_matches=int(_setting("TM_PAIR_MATCHES", PAIR_MATCHES)),
         near=int(_setting("TM_NEIGHBOURS", NEAR)),
+        open_matches=int(_setting("TM_OPEN_PAIR_MATCHES", OPEN_PAIR_MATCHES)),
     )
     return TieFit(
         fit.intervals,

@@ -76,10 +76,16 @@ def test_a_settled_ladder_schedules_nothing(hidden_env, make_competitor, setting
     tie_fit.refresh(hidden_env.pk)
     assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2
     Duel.objects.filter(state=Duel.State.QUEUED).delete()
-    # With TM_PAIR_MATCHES (20), pairs with 30 results count fully: replaying them teaches nothing.
+    # With TM_PAIR_MATCHES (20), pairs with 30 results count fully; with the margin at 0 their order is
+    # open, so they are replayed up to TM_OPEN_PAIR_MATCHES results, then rest.
     settings.TM_PAIR_MATCHES = 20
     tie_fit.refresh(hidden_env.pk)
-    assert matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4) == []
+    assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2
+    Duel.objects.filter(state=Duel.State.QUEUED).delete()
+    for limit in (30, 0):
+        settings.TM_OPEN_PAIR_MATCHES = limit
+        tie_fit.refresh(hidden_env.pk)
+        assert matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4) == []
     settings.TM_PAIR_MATCHES = 40  # now they are near pairs still to play
     tie_fit.refresh(hidden_env.pk)
     assert len(matchmake(hidden_env.pk, rng=random.Random(1), batch_size=4)) == 2

@@ -14,6 +14,7 @@ from tournament_manager.settled import (
     full_pairs,
     is_settled,
     needs_play,
+    open_pairs,
     pair_verdicts,
     rank_by_fit,
     verdict,
@@ -122,9 +123,39 @@ def test_near_pairs_with_too_few_results_must_be_played_and_full_pairs_need_no_m
     assert needs_play(ids, theta, pairs, table, near=1, matches=20) == {("b", "c"), ("c", "d")}
     assert needs_play(ids, theta, pairs, table, near=1, matches=0) == frozenset()
     assert full_pairs(ids, pairs, table, 20) == {("a", "b"), ("a", "d")}
-    fit = fit_table(ids, pairs, table, bootstrap=50, pair_matches=20, near=1)
+    assert full_pairs(ids, pairs, table, 20, frozenset({("b", "a")})) == {("a", "d")}
+    fit = fit_table(ids, pairs, table, bootstrap=50, pair_matches=20, near=1, open_matches=0)
     assert not fit.is_settled("b", "c") and not fit.worth_playing("a", "b")
     assert fit.needs_no_duel("a", "d") and not fit.needs_no_duel("c", "d")
+
+
+def test_a_full_near_pair_whose_order_is_open_is_replayed_up_to_the_open_limit():
+    """Connect Four's d3 and d4: 20 results (or more) head to head do not tell their order, and the
+    ladder used to rest with it wrong. A full near pair that is neither ordered nor tied stays worth
+    playing until ``open_matches`` results; an ordered one, a far one and one at the limit do not."""
+    ids = ["a", "b", "c", "d"]
+    theta = np.array([0.1, 0.0, -2.0, -4.0])
+    rows = {(0, 1): (15, 0, 15), (1, 2): (5, 0, 25), (2, 3): (5, 0, 25), (0, 3): (10, 0, 10)}
+    pairs, table = table_of(rows)
+    verdicts = {("b", "c"): ORDER, ("c", "d"): ORDER}
+    # a-d is open but far (three places apart); b-c and c-d are ordered.
+    assert open_pairs(ids, theta, pairs, table, 1, verdicts, 120) == {("a", "b")}
+    assert open_pairs(ids, theta, pairs, table, 1, verdicts, 30) == frozenset()  # a-b has 30 results
+    assert open_pairs(ids, theta, pairs, table, 1, verdicts, 0) == frozenset()
+    # A consistent league, every pair played 30 times: a and b split theirs, the rest is lopsided.
+    lopsided = (3, 0, 27)  # the lower index (the stronger agent) wins 27 of 30
+    rows = {(0, 1): (15, 0, 15), **{(x, y): lopsided for x in range(4) for y in range(x + 1, 4) if x + y > 1}}
+    pairs, table = table_of(rows)
+
+    def fit(open_matches: int):
+        return fit_table(ids, pairs, table, bootstrap=100, pair_matches=20, near=1, open_matches=open_matches)
+
+    found = fit(120)
+    assert ("a", "b") not in found.settled and found.settled[("b", "c")] == ORDER
+    assert found.worth_playing("a", "b") and found.worth_playing("b", "a")
+    assert not found.worth_playing("b", "c") and not found.worth_playing("c", "d")
+    assert not fit(30).worth_playing("a", "b")  # it has 30 results: resting, open or not
+    assert not fit(0).worth_playing("a", "b")
 
 
 def test_the_pairs_the_fit_needs_are_played_first():
