@@ -372,9 +372,18 @@ def apply_experiments(names: list[str]) -> None:
 
 
 def worker_main(
-    args: argparse.Namespace, run_id: str, env: dict[str, str], pool_file: str, start: Any, out: Any
+    args: argparse.Namespace,
+    run_id: str,
+    env: dict[str, str],
+    pool_file: str,
+    start: Any,
+    out: Any,
+    warm: Any,
 ) -> None:
-    """A simulated worker process: take duel ids from the run's Redis list until it is empty."""
+    """A simulated worker process: record one duel to warm up (its imports, its connection, the game's
+    rules: 8-15 s for eight processes on this loaded machine, which a short run would count as the
+    control plane's), say so on ``warm``, then, once ``start`` is set, take duel ids from the run's Redis
+    list until it is empty."""
     os.environ.update(env)
     setup_django(run_id)
     from django.db import close_old_connections, connection
@@ -396,6 +405,14 @@ def worker_main(
     outcomes: dict[str, int] = {}
     profile = cProfile.Profile() if args.profile else None
     backend = BackendCpu()
+    if (item := r.lpop(key)) is not None:  # the warm-up duel: recorded and rated, not measured
+        close_old_connections()
+        outcome = run_job(kind, int(item))
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        backend.sample()
+        backend.total = 0.0
+        phases.reset()
+    warm.put(1)
     start.wait()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     if profile:
@@ -1042,9 +1059,11 @@ def main() -> int:
         stdout=sys.stderr,  # Celery's banner and shutdown notes; the report alone goes to stdout
     )
     ctx = mp.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
+    start, out, warm = ctx.Event(), ctx.Queue(), ctx.Queue()
     procs = [
-        ctx.Process(target=worker_main, args=(args, run_id, env, str(pool_file), start, out), daemon=True)
+        ctx.Process(
+            target=worker_main, args=(args, run_id, env, str(pool_file), start, out, warm), daemon=True
+        )
         for _ in range(args.workers)
     ]
     code, rate = 1, 0.0
@@ -1056,8 +1075,18 @@ def main() -> int:
             if rater.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the rating worker did not start")
             time.sleep(0.1)
-        time.sleep(2.0)  # let the spawned workers finish importing Django
-        print(f"setup {time.perf_counter() - t_setup:.1f} s; measuring...", flush=True)
+        for _ in procs:  # every worker recorded its warm-up duel (imports, connection, rules)
+            warm.get(timeout=300)
+        first_id = min(d for d, _ in duels)
+        warmed = len(duels) - int(r.llen(key))
+        wait_rated(first_id, warmed, time.perf_counter(), 120, lambda: "")  # their ratings too
+        time.sleep(1.0)  # the rater's last task reports its phases after its commit
+        r.delete(f"bench-cp-{run_id}:rater")  # the rater's phases and counters: the window's only
+        print(
+            f"setup {time.perf_counter() - t_setup:.1f} s ({warmed} warm-up duels recorded and rated, "
+            f"not measured); measuring {len(duels) - warmed}...",
+            flush=True,
+        )
         (pg0, rater0, main0, redis0), (busy0, all0) = cpu_seconds(rater.pid), machine_busy_seconds()
         t0 = time.perf_counter()
         start.set()
@@ -1068,7 +1097,6 @@ def main() -> int:
                 return f"{len(dead)} worker process(es) died (exit codes {dead})"
             return "" if rater.poll() is None else f"the rating worker exited ({rater.returncode})"
 
-        first_id = min(d for d, _ in duels)
         recorded_s, rated_s = wait_rated(first_id, len(duels), t0, args.timeout, healthy)
         (pg1, rater1, main1, redis1), (busy1, all1) = cpu_seconds(rater.pid), machine_busy_seconds()
         left_in_queue = r.llen(env["CELERY_QUEUE"])  # triggers not consumed yet when the last duel was rated
@@ -1087,7 +1115,7 @@ def main() -> int:
         disk = {"grown": grown, "in_use_after_vacuum": bytes_in_use_after_vacuum()}
         code, rate = report(
             args, duels, workers, rater_phases, counters, rater1 - rater0, recorded_s, rated_s, load,
-            pg1 - pg0, busy1 - busy0, all1 - all0, disk,
+            pg1 - pg0, busy1 - busy0, all1 - all0, disk, warmed,
         )  # fmt: skip
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -1127,11 +1155,14 @@ def report(
     busy: float,
     total_cpu: float,
     disk: dict[str, Any],
+    warmed: int = 0,
 ) -> tuple[int, float]:
     """Print the results; returns the exit code (1 if a duel was not recorded and rated exactly once) and
-    the results per second (0 then)."""
-    n = len(duels)
-    v = verify(min(d for d, _ in duels), n)
+    the results per second (0 then). Rates, phases and CPU are per measured result (``warmed`` warm-up
+    duels, recorded and rated before the window, left out); disk and the exactly-once check count all."""
+    total = len(duels)
+    n = total - warmed
+    v = verify(min(d for d, _ in duels), total)
     problems = exactly_once(v)
     worker_phases: dict[str, dict[str, float]] = {}
     for w in workers:
@@ -1144,10 +1175,11 @@ def report(
         for k, c in w["outcomes"].items():
             outcomes[k] = outcomes.get(k, 0) + c
     print(
-        f"recorded: {v['finished']} duels in {recorded_s or float('nan'):.2f} s "
-        f"({n / recorded_s if recorded_s else 0:.1f}/s); run_job outcomes {json.dumps(outcomes)}"
+        f"recorded: {v['finished']} duels ({warmed} of them warm-up duels before the window), the {n} "
+        f"measured in {recorded_s or float('nan'):.2f} s ({n / recorded_s if recorded_s else 0:.1f}/s); "
+        f"run_job outcomes {json.dumps(outcomes)}"
     )
-    print(f"rated:    {v['rated']} duels, all rated after {wall:.2f} s ({v['rated'] / wall:.1f}/s)")
+    print(f"rated:    {v['rated']} duels, the {n} measured all rated after {wall:.2f} s ({n / wall:.1f}/s)")
     tasks = int(counters.get("batches", 0) + counters.get("empty", 0))
     print(
         f"rating tasks: {tasks} run for {n} hints; {int(counters.get('batches', 0))} rated a batch "
@@ -1198,7 +1230,7 @@ def report(
         f"of CPU per result, so at most {1000 / max(control_ms, 1e-9):.0f} results/s per core of its host "
         f"(results/s above also pays the simulated workers' {per * worker_cpu:.2f} ms on the same cores)"
     )
-    for line in disk_lines(disk, n, args.games * args.competitors):
+    for line in disk_lines(disk, total, args.games * args.competitors):
         print(line)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in load)}")
     print(f"exactly once: {'ok' if not problems else 'FAILED: ' + '; '.join(problems)} ({json.dumps(v)})")
