@@ -101,6 +101,8 @@ def test_each_match_records_legal_actions_states_and_times(random_duel):
             assert recorded == state
         assert game.is_over(state)
         assert match["num_moves"] == len(match["actions"]) == len(match["move_times"])
+        # seconds to the microsecond, as floats (what the duel JSON's readers and replays show)
+        assert all(type(t) is float and 0 <= t == round(t, 6) for t in match["move_times"])
         winner = game.winner(state)
         first = 0 if match["first_player"] == "PLAYER_1" else 1
         expected = (
