@@ -8,7 +8,7 @@ handlers around a task, and read the backend's pid.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 import pytest
@@ -28,10 +28,17 @@ def backend_pid() -> int:
 
 
 @pytest.fixture
-def conn_max_age() -> Iterator[None]:
-    """Reconnect with ``DATABASE_CONN_MAX_AGE`` set per test (read when a connection opens)."""
+def worker_fixup() -> Iterator[Callable[[int], DjangoWorkerFixup]]:
+    """``worker_fixup(max_age)``: the connection closed, ``DATABASE_CONN_MAX_AGE`` set to ``max_age`` (read
+    when a connection opens) and the fix-up a worker installs; the setting is restored after the test."""
     before = connection.settings_dict["CONN_MAX_AGE"]
-    yield
+
+    def start(max_age: int) -> DjangoWorkerFixup:
+        connection.close()
+        connection.settings_dict["CONN_MAX_AGE"] = max_age
+        return DjangoWorkerFixup(app)
+
+    yield start
     connection.close()
     connection.settings_dict["CONN_MAX_AGE"] = before
 
@@ -47,10 +54,8 @@ def run_task_hooks(fixup: DjangoWorkerFixup) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_worker_keeps_its_connection_across_tasks(conn_max_age):
-    connection.close()
-    connection.settings_dict["CONN_MAX_AGE"] = 600
-    fixup = DjangoWorkerFixup(app)
+def test_a_worker_keeps_its_connection_across_tasks(worker_fixup):
+    fixup = worker_fixup(600)
     first = backend_pid()
     for _ in range(3):
         run_task_hooks(fixup)
@@ -58,10 +63,8 @@ def test_a_worker_keeps_its_connection_across_tasks(conn_max_age):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_no_max_age_each_task_closes_its_connection(conn_max_age):
-    connection.close()
-    connection.settings_dict["CONN_MAX_AGE"] = 0
-    fixup = DjangoWorkerFixup(app)
+def test_with_no_max_age_each_task_closes_its_connection(worker_fixup):
+    fixup = worker_fixup(0)
     first = backend_pid()
     run_task_hooks(fixup)
     assert connection.connection is None  # closed after the task, as before
@@ -69,10 +72,8 @@ def test_with_no_max_age_each_task_closes_its_connection(conn_max_age):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_broken_connection_is_replaced_at_the_next_task(conn_max_age):
-    connection.close()
-    connection.settings_dict["CONN_MAX_AGE"] = 600
-    fixup = DjangoWorkerFixup(app)
+def test_a_broken_connection_is_replaced_at_the_next_task(worker_fixup):
+    fixup = worker_fixup(600)
     first = backend_pid()
     with connection.cursor() as cursor:  # another session ends this one, as PostgreSQL or a proxy may
         cursor.execute("SELECT 1")
