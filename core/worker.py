@@ -32,7 +32,7 @@ from typing import Any
 from celery import bootsteps
 from celery.signals import task_failure, task_postrun, task_prerun
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
 from django.db.backends.signals import connection_created
 
 from core.actions.workers import report_worker_status
@@ -189,11 +189,14 @@ def close_old_connections_around_task(sender: Any = None, **kwargs: Any) -> None
     """Before and after each task: close the connections that are broken or older than
     ``DATABASE_CONN_MAX_AGE`` (0: every one, as Celery's fix-up did), keep the others (Django's
     ``close_old_connections``, what it does around a web request). An eager task runs inside its caller's
-    request or test: left alone."""
+    request or test: left alone, and so is any connection inside a transaction (it belongs to whoever
+    opened it: Django would mark that transaction for rollback instead of closing the connection)."""
     request = getattr(sender, "request", None)
     if getattr(request, "is_eager", False):
         return
-    close_old_connections()
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close_if_unusable_or_obsolete()
 
 
 task_prerun.connect(close_old_connections_around_task, dispatch_uid="rl-arena-worker-db-prerun")

@@ -87,3 +87,15 @@ def test_a_broken_connection_is_replaced_at_the_next_task(worker_fixup):
         other.close()
     run_task_hooks(fixup)
     assert backend_pid() != first
+
+
+@pytest.mark.django_db
+def test_a_connection_inside_a_transaction_is_left_to_whoever_opened_it():
+    # A task's hooks running inside a caller's transaction (here the test's own) must not end it: the
+    # connection is past its age (autocommit off, CONN_MAX_AGE 0 here), and Django would mark the
+    # transaction for rollback instead of closing it, so the caller's next query would fail.
+    assert connection.in_atomic_block  # the test's own transaction
+    first = backend_pid()
+    close_old_connections_around_task(sender=SimpleNamespace(request=SimpleNamespace(is_eager=False)))
+    assert not connection.needs_rollback
+    assert backend_pid() == first  # the transaction goes on
