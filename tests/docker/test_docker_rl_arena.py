@@ -61,11 +61,15 @@ def test_their_minimax_beats_our_random_at_connect_four(images, sandbox):
         sandbox,
         LaunchSpec(images["their_minimax"], agent_format="rl-arena"),
         LaunchSpec(images["our_random"]),
-        matches=10,
+        matches=60,
         record_states=False,
     )
     assert not errors(duel), errors(duel)
-    assert duel["player_1_wins"] >= 8, duel["player_1_wins"]
+    # It wins 91 of 100 against our random (python -m run_duel, local sandbox): fewer than 42 of 60 happens
+    # about once in 10^6 runs at that strength, and an agent no stronger than random reaches 42 about once
+    # in 750.
+    # (8 of 10 failed about once in 18 runs: 7 of 10 in a full test run.)
+    assert duel["player_1_wins"] >= 42, duel["player_1_wins"]
 
 
 def test_their_random_zip_plays_quarto_and_tic_tac_toe(images, sandbox):

@@ -126,8 +126,10 @@ def test_a_process_that_froze_objects_itself_is_left_alone(threshold):
     before = gc.get_freeze_count()
     frozen = []
     duel(on_match=lambda index, match: frozen.append(gc.get_freeze_count()))
-    assert frozen == [before] * 2
-    assert gc.get_freeze_count() == before
+    # Frozen objects may be freed meanwhile (the count then drops), but the referee freezes none of its own
+    # (a match's states are thousands of objects) and never unfreezes the process's.
+    assert len(frozen) == 2 and max(frozen) <= before, frozen
+    assert 0 < gc.get_freeze_count() <= before
 
 
 @pytest.mark.parametrize("value", [(0, 10, 10), (PLAY_GC_THRESHOLD * 2, 10, 10), None])
