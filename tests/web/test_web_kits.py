@@ -75,6 +75,7 @@ def test_a_downloaded_kit_passes_the_smoke_test_and_beats_random(client, games, 
             sandbox,
             LaunchSpec(agent=str(folder)),
             LaunchSpec(agent=str(REPO / "example_players" / "random")),
+            matches=40,  # chance games: 10 matches once ended level (5.0 to 5.0) in a full run
         )
     finally:
         sandbox.close()
