@@ -193,8 +193,7 @@ class Seat:
         self.logs: list[str] = []
         self.fatal: PlayerFault | None = None  # every remaining match is charged with this
         self.started = False  # got "start" in the current match
-        self.bank = self.limits.time_bank_s  # seconds left in this match's time bank
-        self._bank_sent = round(self.bank, 3)  # as the messages say it (changes only when drawn from)
+        self._set_bank(self.limits.time_bank_s)
         self._clock: _AgentClock | None = None
 
     def _close_clock(self) -> None:
@@ -329,8 +328,13 @@ class Seat:
         used = self._clock.since(start) if self._clock is not None and start is not None else None
         if used is not None:
             own = max(elapsed - used[1], used[0])
-        self.bank = max(0.0, self.bank - max(0.0, own - self.limits.move_timeout))
-        self._bank_sent = round(self.bank, 3)
+        self._set_bank(max(0.0, self.bank - max(0.0, own - self.limits.move_timeout)))
+
+    def _set_bank(self, seconds: float) -> None:
+        """``bank``: the seconds left in this match's time bank; ``_bank_sent``: as the messages say it,
+        rounded here, when it changes (a match's start, a draw), not at every move."""
+        self.bank = seconds
+        self._bank_sent = round(seconds, 3)
 
     def _receive(
         self, t0: int, start: _ClockSample | None, late: ChannelTimeout | None = None
@@ -389,8 +393,7 @@ class Seat:
                 "time_bank": self._bank_sent,
             }
         else:
-            self.bank = self.limits.time_bank_s  # a new match, a full bank
-            self._bank_sent = round(self.bank, 3)
+            self._set_bank(self.limits.time_bank_s)  # a new match, a full bank
             message = {
                 "type": "start",
                 "state": observation,
