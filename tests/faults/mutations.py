@@ -184,6 +184,27 @@ MUTATIONS = [
         "tests/faults/test_orphan_containers.py::test_a_graceful_stop_leaves_no_warm_container_behind",
     ),
     Mutation(
+        "blob-verify",
+        "core/blobs.py",
+        "        if size != blob.size or digest.hexdigest() != sha256:",
+        "        if False:",
+        "tests/core/test_core_blob_store.py::test_an_upload_the_store_cannot_give_back_is_retried_as_ours_never_the_uploaders",
+    ),
+    Mutation(
+        "full-disk-web",
+        "core/actions/submissions.py",
+        "        if exc.errno in (errno.ENOSPC, errno.EDQUOT):",
+        "        if False:",
+        "tests/web/test_web_full_disk.py",
+    ),
+    Mutation(
+        "embedded-broker",
+        "core/celery.py",
+        'TRANSPORT_ALIASES["filesystem"] = "core.broker_fs:Transport"',
+        "pass",
+        "tests/core/test_core_broker_fs.py",
+    ),
+    Mutation(
         "lost-hints",
         "duel_runner/reaper.py",
         '        "resent": resend_stale_hints(),',
